@@ -1,0 +1,102 @@
+//! Builds the backend components (wasm32-wasip2) so that the built-in ones ship
+//! inside the `rustberg` binary and the test components sit beside it.
+//!
+//! The components are built by a nested `cargo build` into their own target
+//! directory (a second build directory lock, so no deadlock with the outer build).
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "wasm32-wasip2";
+/// (package, file name in OUT_DIR)
+const COMPONENTS: &[(&str, &str)] = &[
+    ("rustberg-plugin-native", "native.wasm"),
+    ("rustberg-plugin-misbehave", "misbehave.wasm"),
+    ("rustberg-plugin-greedy", "greedy.wasm"),
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().unwrap().to_path_buf();
+    for dir in ["wit", "plugins"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
+
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
+    let target_root = out_dir.ancestors().nth(4).unwrap_or(&out_dir).to_path_buf();
+    let wasm_target_dir = target_root.join("wasm-plugins");
+
+    ensure_target();
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--release", "--target", TARGET])
+        .arg("--target-dir")
+        .arg(&wasm_target_dir);
+    for (package, _) in COMPONENTS {
+        cmd.args(["-p", package]);
+    }
+    // Flags meant for the host build must not leak into the guest build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_LLVM_COV",
+        "LLVM_PROFILE_FILE",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd
+        .status()
+        .expect("could not run cargo to build the backend components");
+    if !status.success() {
+        panic!(
+            "building the backend components for {TARGET} failed; is the target installed? \
+             (`rustup target add {TARGET}`)"
+        );
+    }
+
+    let built = wasm_target_dir.join(TARGET).join("release");
+    for (package, file) in COMPONENTS {
+        let from = built.join(format!("{}.wasm", package.replace('-', "_")));
+        copy(&from, &out_dir.join(file));
+    }
+    println!(
+        "cargo:rustc-env=RUSTBERG_COMPONENTS_DIR={}",
+        out_dir.display()
+    );
+}
+
+/// Installs the wasm32-wasip2 standard library with rustup when it is missing, so
+/// a fresh machine with only the Rust toolchain builds without a manual step.
+fn ensure_target() {
+    let sysroot = Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = sysroot
+        .map(|s| s.join("lib/rustlib").join(TARGET).exists())
+        .unwrap_or(false);
+    if !installed {
+        let _ = Command::new("rustup")
+            .args(["target", "add", TARGET])
+            .status();
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::copy(from, to)
+        .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
+}

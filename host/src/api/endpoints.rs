@@ -1,0 +1,50 @@
+//! The endpoints the host implements, as the spec writes them. One list, used for
+//! `/v1/config` (intersected with what every mount supports) and checked against
+//! the router by the conformance tests.
+
+use axum::http::{Method, Uri};
+
+use crate::error::Error;
+
+/// Every endpoint the host serves.
+pub const HOST_ENDPOINTS: &[&str] = &[
+    "GET /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename",
+];
+
+/// Parts of spec paths the host does not implement yet: they answer 501 (which
+/// real clients read as "unsupported") and are absent from `endpoints`.
+const NOT_YET: &[&str] = &[
+    "/views",
+    "/register-view",
+    "/transactions/commit",
+    "/plan",
+    "/tasks",
+    "/credentials",
+    "/unregister",
+    "/functions",
+    "/sign",
+    "/oauth/tokens",
+];
+
+/// Answers requests no route matched.
+pub async fn fallback(method: Method, uri: Uri) -> Error {
+    let path = uri.path();
+    if path.starts_with("/v1/") && NOT_YET.iter().any(|part| path.contains(part)) {
+        return Error::Unsupported(format!("{method} {path} is not implemented by this server"));
+    }
+    Error::NotFound(format!("no route for {method} {path}"))
+}

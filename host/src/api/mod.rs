@@ -1,0 +1,126 @@
+//! The Iceberg REST API (axum): routes, request parsing and response shapes.
+//! Handlers stay thin: Iceberg semantics live in `tables`, routing in `mounts`,
+//! paging in `paging`.
+
+mod catalog_config;
+mod endpoints;
+mod health;
+mod model;
+mod namespaces;
+mod tables;
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::mounts::Mounts;
+use crate::paging::PageTokens;
+
+pub use endpoints::HOST_ENDPOINTS;
+
+/// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
+pub const PREFIX: &str = "catalog";
+
+/// What every handler shares.
+pub struct AppState {
+    pub mounts: Mounts,
+    pub tokens: PageTokens,
+    /// The endpoints advertised in `/v1/config`: what the host implements and every mount supports.
+    pub endpoints: Vec<String>,
+}
+
+pub type State = axum::extract::State<Arc<AppState>>;
+
+/// The whole HTTP application.
+pub fn router(state: Arc<AppState>) -> Router {
+    let base = format!("/v1/{PREFIX}");
+    let ns = format!("{base}/namespaces/{{namespace}}");
+    let catalog = Router::new()
+        .route(
+            &format!("{base}/namespaces"),
+            get(namespaces::list).post(namespaces::create),
+        )
+        .route(
+            &ns,
+            get(namespaces::load)
+                .head(namespaces::exists)
+                .delete(namespaces::drop),
+        )
+        .route(
+            &format!("{ns}/properties"),
+            post(namespaces::update_properties),
+        )
+        .route(
+            &format!("{ns}/tables"),
+            get(tables::list).post(tables::create),
+        )
+        .route(
+            &format!("{ns}/tables/{{table}}"),
+            get(tables::load)
+                .head(tables::exists)
+                .post(tables::commit)
+                .delete(tables::drop),
+        )
+        .route(
+            &format!("{ns}/tables/{{table}}/metrics"),
+            post(tables::report_metrics),
+        )
+        .route(&format!("{ns}/register"), post(tables::register))
+        .route(&format!("{base}/tables/rename"), post(tables::rename));
+    Router::new()
+        .route("/v1/config", get(catalog_config::get_config))
+        .route("/health", get(health::health))
+        .route("/ready", get(health::ready))
+        .merge(catalog)
+        .fallback(endpoints::fallback)
+        .with_state(state)
+}
+
+/// A JSON body whose rejection is a `BadRequestException` in the error model.
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(Json(v)),
+            Err(e @ JsonRejection::JsonDataError(_)) => Err(Error::BadRequest(format!(
+                "invalid request body: {}",
+                e.body_text()
+            ))),
+            Err(e) => Err(Error::BadRequest(e.body_text())),
+        }
+    }
+}
+
+/// Query parameters whose rejection is a `BadRequestException` in the error model.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Query(q.0))
+            .map_err(|e: QueryRejection| Error::BadRequest(e.body_text()))
+    }
+}
+
+/// Parses a `{namespace}` path segment: levels joined by the unit separator (0x1F).
+pub fn parse_namespace(raw: &str) -> Result<Vec<String>, Error> {
+    let parts: Vec<String> = raw.split('\u{1f}').map(str::to_string).collect();
+    if parts.iter().any(String::is_empty) {
+        return Err(Error::BadRequest(format!(
+            "invalid namespace {raw:?}: empty level"
+        )));
+    }
+    Ok(parts)
+}

@@ -1,0 +1,243 @@
+//! Table routes.
+
+use axum::extract::{Path, State as AxState};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use super::model::{
+    CommitTableRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse,
+    RegisterTableRequest, RenameTableRequest, TableIdentifier, TableResult,
+};
+use super::{parse_namespace, Json, Query, State};
+use crate::error::Error;
+use crate::paging::{self, Batch, PageAsk};
+use crate::plugins::bindings::{Ident, PageRequest};
+use crate::tables::{self, NewTable};
+
+/// Resolves `{namespace}` and `{table}` to a mount and the identifier that mount knows.
+fn resolve<'s>(
+    state: &'s super::AppState,
+    raw_ns: &str,
+    name: String,
+) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
+    let ns = parse_namespace(raw_ns)?;
+    let (mount, local) = state.mounts.route(&ns)?;
+    Ok((
+        mount,
+        Ident {
+            namespace: local.to_vec(),
+            name,
+        },
+    ))
+}
+
+pub async fn list(
+    AxState(state): State,
+    Path(raw): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<impl IntoResponse, Error> {
+    let ns = parse_namespace(&raw)?;
+    let (mount, local) = state.mounts.route(&ns)?;
+    let ask = PageAsk::from_query(
+        &state.tokens,
+        &mount.space,
+        q.page_token.as_deref(),
+        q.page_size,
+    );
+    let (names, next) = paging::fill(
+        ask,
+        |after, limit| {
+            let local = local.to_vec();
+            async move {
+                let page = mount
+                    .backend
+                    .list_tables(local, PageRequest { after, limit })
+                    .await?;
+                Ok(Batch {
+                    items: page.items.into_iter().map(|e| (e.name, e.cursor)).collect(),
+                    done: page.done,
+                })
+            }
+        },
+        |_| true,
+    )
+    .await
+    .map_err(|e| {
+        Error::from_backend(e, |_| {
+            Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
+        })
+    })?;
+    Ok(axum::Json(ListTablesResponse {
+        identifiers: names
+            .into_iter()
+            .map(|name| TableIdentifier {
+                namespace: ns.clone(),
+                name,
+            })
+            .collect(),
+        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
+    }))
+}
+
+pub async fn create(
+    AxState(state): State,
+    Path(raw): Path<String>,
+    Json(req): Json<CreateTableRequest>,
+) -> Result<Response, Error> {
+    if req.name.is_empty() {
+        return Err(Error::BadRequest("the table name must not be empty".into()));
+    }
+    let (mount, ident) = resolve(&state, &raw, req.name.clone())?;
+    let stage = req.stage_create;
+    let metadata = tables::build_new(
+        mount,
+        &ident,
+        NewTable {
+            name: req.name,
+            location: req.location,
+            schema: req.schema,
+            partition_spec: req.partition_spec,
+            write_order: req.write_order,
+            properties: req.properties,
+        },
+    )?;
+    if stage {
+        // Nothing is recorded: the client commits the staged table with `assert-create`.
+        let metadata_json =
+            serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+        return Ok(TableResult {
+            metadata_location: None,
+            metadata_json: &metadata_json,
+            config: Some(&[]),
+        }
+        .into_response());
+    }
+    let committed = tables::create(mount, &ident, &metadata).await?;
+    Ok(TableResult {
+        metadata_location: Some(&committed.metadata_location),
+        metadata_json: &committed.metadata_json,
+        config: Some(&[]),
+    }
+    .into_response())
+}
+
+pub async fn load(
+    AxState(state): State,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let (mount, ident) = resolve(&state, &raw, name)?;
+    let pointer = tables::load(mount, &ident).await?;
+    Ok(TableResult {
+        metadata_location: Some(&pointer.metadata_location),
+        metadata_json: &pointer.metadata_json,
+        config: Some(&pointer.config),
+    }
+    .into_response())
+}
+
+pub async fn exists(
+    AxState(state): State,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<StatusCode, Error> {
+    let (mount, ident) = resolve(&state, &raw, name)?;
+    tables::load(mount, &ident)
+        .await
+        .map(|_| StatusCode::NO_CONTENT)
+}
+
+pub async fn commit(
+    AxState(state): State,
+    Path((raw, name)): Path<(String, String)>,
+    Json(req): Json<CommitTableRequest>,
+) -> Result<Response, Error> {
+    if let Some(id) = &req.identifier {
+        if id.name != name || id.namespace != parse_namespace(&raw)? {
+            return Err(Error::BadRequest(
+                "the identifier in the body does not match the path".into(),
+            ));
+        }
+    }
+    let (mount, ident) = resolve(&state, &raw, name)?;
+    let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
+    Ok(TableResult {
+        metadata_location: Some(&committed.metadata_location),
+        metadata_json: &committed.metadata_json,
+        config: None,
+    }
+    .into_response())
+}
+
+pub async fn drop(
+    AxState(state): State,
+    Path((raw, name)): Path<(String, String)>,
+    Query(q): Query<DropTableQuery>,
+) -> Result<StatusCode, Error> {
+    let (mount, ident) = resolve(&state, &raw, name)?;
+    tables::drop_table(mount, &ident, q.purge_requested).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn register(
+    AxState(state): State,
+    Path(raw): Path<String>,
+    Json(req): Json<RegisterTableRequest>,
+) -> Result<Response, Error> {
+    let (mount, ident) = resolve(&state, &raw, req.name)?;
+    let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
+    Ok(TableResult {
+        metadata_location: Some(&committed.metadata_location),
+        metadata_json: &committed.metadata_json,
+        config: Some(&[]),
+    }
+    .into_response())
+}
+
+pub async fn rename(
+    AxState(state): State,
+    Json(req): Json<RenameTableRequest>,
+) -> Result<StatusCode, Error> {
+    for part in req
+        .source
+        .namespace
+        .iter()
+        .chain(&req.destination.namespace)
+    {
+        if part.is_empty() {
+            return Err(Error::BadRequest(
+                "namespace levels must not be empty".into(),
+            ));
+        }
+    }
+    let (from_mount, from_local) = state.mounts.route(&req.source.namespace)?;
+    let (to_mount, to_local) = state.mounts.route(&req.destination.namespace)?;
+    if !std::ptr::eq(from_mount, to_mount) {
+        return Err(Error::Unsupported(format!(
+            "cannot rename across mounts: from {} to {}",
+            from_mount.backend.label(),
+            to_mount.backend.label()
+        )));
+    }
+    let source = Ident {
+        namespace: from_local.to_vec(),
+        name: req.source.name,
+    };
+    let destination = Ident {
+        namespace: to_local.to_vec(),
+        name: req.destination.name,
+    };
+    tables::rename(from_mount, &source, &destination).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// reportMetrics: accepted and logged.
+pub async fn report_metrics(
+    Path((raw, name)): Path<(String, String)>,
+    Json(report): Json<serde_json::Value>,
+) -> StatusCode {
+    let kind = report
+        .get("report-type")
+        .and_then(|v| v.as_str())
+        .unwrap_or("unknown");
+    tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, "metrics report");
+    StatusCode::NO_CONTENT
+}

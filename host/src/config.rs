@@ -1,0 +1,162 @@
+//! The configuration file (TOML) and its defaults. Every key is documented in
+//! `docs/configuration.md`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub plugins: PluginLimits,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address and port to listen on.
+    pub listen: SocketAddr,
+    /// Where the embedded default keeps its state (catalog file, warehouse, component cache).
+    pub data_dir: PathBuf,
+}
+
+/// `[storage]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Where the root catalog keeps its state: `redb:///path/to/file.redb`.
+    /// Defaults to `<data_dir>/catalog.redb`.
+    pub catalog_url: Option<String>,
+    /// Where table data and metadata files go: `file:///path`.
+    /// Defaults to `<data_dir>/warehouse`.
+    pub warehouse_location: Option<String>,
+    /// The component serving the root catalog: `native` or the path of a `.wasm` component.
+    pub backend: Option<String>,
+}
+
+/// `[plugins]`: the limits every backend call runs under.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginLimits {
+    /// Wall-clock budget of one backend call, in milliseconds.
+    pub call_timeout_ms: u64,
+    /// Linear memory one backend instance may grow to, in MiB.
+    pub memory_limit_mib: u64,
+    /// Warm instances kept per mount.
+    pub pool_size: usize,
+    /// Calls after which an instance is discarded and replaced by a fresh one.
+    pub recycle_after_calls: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8181)),
+            data_dir: PathBuf::from("rustberg-data"),
+        }
+    }
+}
+
+impl Default for PluginLimits {
+    fn default() -> Self {
+        Self {
+            call_timeout_ms: 5_000,
+            memory_limit_mib: 256,
+            pool_size: 64,
+            recycle_after_calls: 10_000,
+        }
+    }
+}
+
+impl PluginLimits {
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+
+    pub fn memory_limit_bytes(&self) -> usize {
+        (self.memory_limit_mib as usize) << 20
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            storage: StorageConfig::default(),
+            plugins: PluginLimits::default(),
+        }
+    }
+}
+
+/// A configuration error, reported at start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("invalid value for {key}: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+impl Config {
+    /// Reads a TOML configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// The data directory as an absolute path.
+    pub fn data_dir(&self) -> PathBuf {
+        std::path::absolute(&self.server.data_dir).unwrap_or_else(|_| self.server.data_dir.clone())
+    }
+
+    /// The redb file of the root catalog.
+    pub fn catalog_file(&self) -> Result<PathBuf, ConfigError> {
+        match &self.storage.catalog_url {
+            None => Ok(self.data_dir().join("catalog.redb")),
+            Some(url) => match url.strip_prefix("redb://") {
+                Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+                _ => Err(ConfigError::Invalid {
+                    key: "storage.catalog_url",
+                    reason: format!("{url:?} is not a redb:///path URL"),
+                }),
+            },
+        }
+    }
+
+    /// The root warehouse, as a `file://` URL without a trailing slash.
+    pub fn warehouse(&self) -> Result<String, ConfigError> {
+        let location = match &self.storage.warehouse_location {
+            Some(location) => location.trim_end_matches('/').to_string(),
+            None => format!("file://{}", self.data_dir().join("warehouse").display()),
+        };
+        if !location.starts_with("file:///") {
+            return Err(ConfigError::Invalid {
+                key: "storage.warehouse_location",
+                reason: format!(
+                    "{location:?}: only file:///absolute/path warehouses are supported"
+                ),
+            });
+        }
+        Ok(location)
+    }
+}

@@ -1,0 +1,100 @@
+//! The host's error type, mapped once to the Iceberg REST `IcebergErrorResponse`
+//! (`{"error": {"message", "type", "code"}}`) at the HTTP edge.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::plugins::BackendError;
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NoSuchNamespace(String),
+    #[error("{0}")]
+    NoSuchTable(String),
+    #[error("{0}")]
+    NoSuchView(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    AlreadyExists(String),
+    #[error("{0}")]
+    NamespaceNotEmpty(String),
+    #[error("{0}")]
+    CommitFailed(String),
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The HTTP status and the Iceberg exception type name.
+    fn status_and_type(&self) -> (StatusCode, &'static str) {
+        match self {
+            Error::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
+            Error::NoSuchNamespace(_) => (StatusCode::NOT_FOUND, "NoSuchNamespaceException"),
+            Error::NoSuchTable(_) => (StatusCode::NOT_FOUND, "NoSuchTableException"),
+            Error::NoSuchView(_) => (StatusCode::NOT_FOUND, "NoSuchViewException"),
+            Error::NotFound(_) => (StatusCode::NOT_FOUND, "NotFoundException"),
+            Error::AlreadyExists(_) => (StatusCode::CONFLICT, "AlreadyExistsException"),
+            Error::NamespaceNotEmpty(_) => (StatusCode::CONFLICT, "NamespaceNotEmptyException"),
+            Error::CommitFailed(_) => (StatusCode::CONFLICT, "CommitFailedException"),
+            Error::Unprocessable(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "UnprocessableEntityException",
+            ),
+            // Real clients map only 501 to "unsupported" (the spec text says 406).
+            Error::Unsupported(_) => (StatusCode::NOT_IMPLEMENTED, "UnsupportedOperationException"),
+            Error::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailableException",
+            ),
+            Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError"),
+        }
+    }
+
+    /// Maps a backend error: `not-found` becomes `absent` (the caller says what was
+    /// absent); every other failure keeps its meaning and names the mount.
+    pub fn from_backend(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
+        use crate::plugins::BackendErrorKind as K;
+        let message = e.to_string();
+        match e.kind {
+            K::NotFound => absent(e.message),
+            K::AlreadyExists => Error::AlreadyExists(e.message),
+            K::Conflict => Error::CommitFailed(e.message),
+            K::Unsupported => Error::Unsupported(message),
+            K::Unavailable => Error::Unavailable(message),
+            K::BadRequest => Error::BadRequest(e.message),
+            K::Internal | K::Trapped | K::TimedOut | K::OutOfMemory => Error::Internal(message),
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let (status, kind) = self.status_and_type();
+        if status.is_server_error() {
+            tracing::error!(code = status.as_u16(), error = %self, "request failed");
+        }
+        let body = serde_json::json!({
+            "error": { "message": self.to_string(), "type": kind, "code": status.as_u16() }
+        });
+        (status, axum::Json(body)).into_response()
+    }
+}
+
+impl From<iceberg::Error> for Error {
+    /// Errors from the `iceberg` crate while building metadata are the client's:
+    /// an update that cannot apply, a schema that does not validate.
+    fn from(e: iceberg::Error) -> Self {
+        Error::BadRequest(e.to_string())
+    }
+}

@@ -1,0 +1,42 @@
+//! The mount table: which backend and warehouse serve a namespace.
+//!
+//! For now there is one mount, the root catalog (`storage.catalog_url`); named
+//! mounts claiming top-level namespaces come with federation.
+
+use crate::error::Error;
+use crate::plugins::Backend;
+use crate::storage::warehouse::Warehouse;
+
+/// A backend with the warehouse it governs.
+pub struct Mount {
+    /// The cursor space of this mount's listings (part of every page token).
+    pub space: String,
+    pub backend: Backend,
+    pub warehouse: Warehouse,
+}
+
+/// Every mount of the server.
+pub struct Mounts {
+    root: Mount,
+}
+
+impl Mounts {
+    pub fn new(root: Mount) -> Self {
+        Self { root }
+    }
+
+    /// The mount serving `namespace`, and the namespace as that backend knows it.
+    pub fn route<'a>(&self, namespace: &'a [String]) -> Result<(&Mount, &'a [String]), Error> {
+        Ok((&self.root, namespace))
+    }
+
+    /// The mount that serves the top level of the tree.
+    pub fn root(&self) -> &Mount {
+        &self.root
+    }
+
+    /// Every mount, for capability negotiation and health.
+    pub fn all(&self) -> impl Iterator<Item = &Mount> {
+        std::iter::once(&self.root)
+    }
+}

@@ -1,0 +1,231 @@
+//! Page tokens and filtered paging.
+//!
+//! A token names a cursor space (the root catalog, later one mount) and a backend
+//! cursor in it ("after this item"), under an HMAC with the server key. A token
+//! that does not verify, or belongs to another space, restarts the listing: a
+//! repeated page is visible to a client, a wrong seek is not.
+//!
+//! Pages are filled with visible items only: the filler keeps asking the backend
+//! for more until the page is full, and hands out the cursor of the last item it
+//! served, so a walk never repeats and never skips an item.
+
+use std::future::Future;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+/// The page size used when a client asks for paging without a size.
+pub const DEFAULT_PAGE_SIZE: u32 = 100;
+/// The largest page a client may ask for.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+const MAC_LEN: usize = 16;
+
+/// Issues and verifies page tokens.
+#[derive(Clone)]
+pub struct PageTokens {
+    key: [u8; 32],
+}
+
+impl PageTokens {
+    pub fn new(key: [u8; 32]) -> Self {
+        Self { key }
+    }
+
+    fn mac(&self, payload: &[u8]) -> Vec<u8> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        mac.update(payload);
+        mac.finalize().into_bytes()[..MAC_LEN].to_vec()
+    }
+
+    /// A token for "after `cursor` in `space`".
+    pub fn issue(&self, space: &str, cursor: &str) -> String {
+        let mut payload = Vec::with_capacity(space.len() + cursor.len() + 1);
+        payload.extend_from_slice(space.as_bytes());
+        payload.push(0);
+        payload.extend_from_slice(cursor.as_bytes());
+        let mac = self.mac(&payload);
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(mac)
+        )
+    }
+
+    /// The cursor a token carries, if this server issued it for `space`.
+    pub fn verify(&self, space: &str, token: &str) -> Option<String> {
+        let (payload, mac) = token.split_once('.')?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
+        let mac = URL_SAFE_NO_PAD.decode(mac).ok()?;
+        let mut check = Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        check.update(&payload);
+        check.verify_truncated_left(&mac).ok()?;
+        if mac.len() != MAC_LEN {
+            return None;
+        }
+        let split = payload.iter().position(|b| *b == 0)?;
+        if &payload[..split] != space.as_bytes() {
+            return None;
+        }
+        String::from_utf8(payload[split + 1..].to_vec()).ok()
+    }
+}
+
+/// What a client asked for: everything (no `pageToken`), or one page.
+#[derive(Debug, Clone)]
+pub enum PageAsk {
+    All,
+    Page { after: Option<String>, size: u32 },
+}
+
+impl PageAsk {
+    /// Reads `pageToken` and `pageSize`. Without a token every item is returned; an
+    /// empty token starts paging.
+    pub fn from_query(
+        tokens: &PageTokens,
+        space: &str,
+        token: Option<&str>,
+        size: Option<u32>,
+    ) -> Self {
+        match token {
+            None => PageAsk::All,
+            Some(token) => PageAsk::Page {
+                after: if token.is_empty() {
+                    None
+                } else {
+                    tokens.verify(space, token)
+                },
+                size: size.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE),
+            },
+        }
+    }
+}
+
+/// One batch from a backend: items with their cursors, and whether the listing ended.
+pub struct Batch<T> {
+    pub items: Vec<(T, String)>,
+    pub done: bool,
+}
+
+/// Fills one page (or everything) with the items `visible` admits, asking `fetch`
+/// for batches after a cursor. Returns the items and the cursor to resume after, if
+/// anything may follow.
+pub async fn fill<T, E, Fut>(
+    ask: PageAsk,
+    mut fetch: impl FnMut(Option<String>, u32) -> Fut,
+    visible: impl Fn(&T) -> bool,
+) -> Result<(Vec<T>, Option<String>), E>
+where
+    Fut: Future<Output = Result<Batch<T>, E>>,
+{
+    let (mut after, want) = match ask {
+        PageAsk::All => (None, None),
+        PageAsk::Page { after, size } => (after, Some(size as usize)),
+    };
+    let mut page = Vec::new();
+    loop {
+        let batch_size = match want {
+            Some(want) => (want - page.len()).max(1) as u32,
+            None => MAX_PAGE_SIZE,
+        };
+        let batch = fetch(after.clone(), batch_size).await?;
+        let mut served_to_end = true;
+        for (item, cursor) in batch.items {
+            if want.is_some_and(|want| page.len() >= want) {
+                // The page is full part-way through a batch: resume after the last served item.
+                served_to_end = false;
+                break;
+            }
+            after = Some(cursor);
+            if visible(&item) {
+                page.push(item);
+            }
+        }
+        let finished = batch.done && served_to_end;
+        if finished {
+            return Ok((page, None));
+        }
+        if want.is_some_and(|want| page.len() >= want) {
+            return Ok((page, after));
+        }
+        if after.is_none() {
+            // A backend that says "not done" but returned nothing would loop forever.
+            return Ok((page, None));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_only_for_their_space_and_key() {
+        let tokens = PageTokens::new([7; 32]);
+        let t = tokens.issue("root", "abc");
+        assert_eq!(tokens.verify("root", &t).as_deref(), Some("abc"));
+        assert_eq!(tokens.verify("mount:prod", &t), None);
+        assert_eq!(PageTokens::new([8; 32]).verify("root", &t), None);
+        assert_eq!(tokens.verify("root", "abc"), None);
+        let mut forged = t.clone();
+        forged.replace_range(0..1, "Z");
+        assert_eq!(tokens.verify("root", &forged), None);
+    }
+
+    /// A backend of `n` numbered items, paged `batch` at a time.
+    async fn walk(
+        n: usize,
+        batch: usize,
+        page_size: u32,
+        visible: impl Fn(&usize) -> bool + Copy,
+    ) -> Vec<Vec<usize>> {
+        let fetch = |after: Option<String>, limit: u32| async move {
+            let start = after.map(|c| c.parse::<usize>().unwrap() + 1).unwrap_or(0);
+            let end = (start + (limit as usize).min(batch)).min(n);
+            Ok::<_, ()>(Batch {
+                items: (start..end).map(|i| (i, i.to_string())).collect(),
+                done: end == n,
+            })
+        };
+        let mut pages = vec![];
+        let mut after = None;
+        loop {
+            let (page, next) = fill(
+                PageAsk::Page {
+                    after,
+                    size: page_size,
+                },
+                fetch,
+                visible,
+            )
+            .await
+            .unwrap();
+            pages.push(page);
+            match next {
+                Some(c) => after = Some(c),
+                None => return pages,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn filtered_pages_are_full_and_walks_are_exact() {
+        for (name, visible) in [
+            ("all", (|_: &usize| true) as fn(&usize) -> bool),
+            ("first page hidden", |i: &usize| *i >= 10),
+            ("middle hidden", |i: &usize| !(20..35).contains(i)),
+            ("last page hidden", |i: &usize| *i < 40),
+            ("odd only", |i: &usize| i % 2 == 1),
+            ("nothing", |_: &usize| false),
+        ] {
+            let pages = walk(50, 7, 10, visible).await;
+            let seen: Vec<usize> = pages.iter().flatten().copied().collect();
+            let expected: Vec<usize> = (0..50).filter(visible).collect();
+            assert_eq!(seen, expected, "{name}");
+            for page in &pages[..pages.len() - 1] {
+                assert_eq!(page.len(), 10, "{name}: every page but the last is full");
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The typed face of one mount's backend component: one async method per export,
+//! each run on a pooled instance, with the component's error variant turned into
+//! a [`BackendError`] that names the mount.
+
+use super::bindings::{
+    CapabilitySet, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate,
+    TableCommit, WitError,
+};
+use super::pool::InstancePool;
+use super::{BackendError, BackendErrorKind};
+
+/// A loaded backend: its pool and what it said it can do.
+pub struct Backend {
+    pool: InstancePool,
+    capabilities: CapabilitySet,
+}
+
+fn from_wit(label: &str, e: WitError) -> BackendError {
+    let (kind, message) = match e {
+        WitError::NotFound(m) => (BackendErrorKind::NotFound, m),
+        WitError::AlreadyExists(m) => (BackendErrorKind::AlreadyExists, m),
+        WitError::Conflict(m) => (BackendErrorKind::Conflict, m),
+        WitError::Unsupported(m) => (BackendErrorKind::Unsupported, m),
+        WitError::Unavailable(m) => (BackendErrorKind::Unavailable, m),
+        WitError::BadRequest(m) => (BackendErrorKind::BadRequest, m),
+        WitError::Internal(m) => (BackendErrorKind::Internal, m),
+    };
+    BackendError {
+        label: label.to_string(),
+        kind,
+        message,
+    }
+}
+
+/// Generates one method per export: moves the (owned) arguments into the call,
+/// lends them to the guest, runs it on the pool, and flattens the guest's `result<_, error>` into `Result<_, BackendError>`.
+macro_rules! exports {
+    ($( $(#[$doc:meta])* fn $name:ident => $call:ident ( $( $arg:ident : $ty:ty = $borrow:expr ),* ) -> $ret:ty; )*) => {
+        $(
+            $(#[$doc])*
+            pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
+                let result = self
+                    .pool
+                    .call(move |store, bindings| {
+                        Box::pin(async move { bindings.rustberg_catalog_backend().$call(store, $( $borrow ),*).await })
+                    })
+                    .await?;
+                result.map_err(|e| from_wit(self.pool.label(), e))
+            }
+        )*
+    };
+}
+
+impl Backend {
+    /// Wraps a pool, asking the component once for its capabilities.
+    pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
+        let capabilities = pool
+            .call(|store, bindings| {
+                Box::pin(async move {
+                    bindings
+                        .rustberg_catalog_backend()
+                        .call_capabilities(store)
+                        .await
+                })
+            })
+            .await?;
+        Ok(Self { pool, capabilities })
+    }
+
+    /// How the mount is named in messages.
+    pub fn label(&self) -> &str {
+        self.pool.label()
+    }
+
+    /// What the backend said it supports.
+    pub fn capabilities(&self) -> &CapabilitySet {
+        &self.capabilities
+    }
+
+    exports! {
+        /// Lists child namespaces of `parent`.
+        fn list_namespaces => call_list_namespaces(parent: Option<Vec<String>> = parent.as_ref(), page: PageRequest = &page) -> NamespacePage;
+        /// Loads a namespace's properties.
+        fn load_namespace => call_load_namespace(ns: Vec<String> = &ns) -> Vec<(String, String)>;
+        /// Creates a namespace.
+        fn create_namespace => call_create_namespace(ns: Vec<String> = &ns, props: Vec<(String, String)> = &props) -> Vec<(String, String)>;
+        /// Drops an empty namespace.
+        fn drop_namespace => call_drop_namespace(ns: Vec<String> = &ns) -> ();
+        /// Removes and sets namespace properties.
+        fn update_namespace_properties => call_update_namespace_properties(ns: Vec<String> = &ns, removals: Vec<String> = &removals, updates: Vec<(String, String)> = &updates) -> PropertiesUpdate;
+        /// Lists table names in a namespace.
+        fn list_tables => call_list_tables(ns: Vec<String> = &ns, page: PageRequest = &page) -> NamePage;
+        /// Loads a table pointer.
+        fn load_table => call_load_table(table: Ident = &table) -> Pointer;
+        /// Records a new table.
+        fn create_table => call_create_table(table: Ident = &table, state: Pointer = &state) -> ();
+        /// Compare-and-swap of a table pointer.
+        fn commit_table => call_commit_table(table: Ident = &table, expected: String = &expected, new: Pointer = &new) -> ();
+        /// Forgets a table, returning its last pointer.
+        fn drop_table => call_drop_table(table: Ident = &table) -> Pointer;
+        /// Renames a table inside the backend.
+        fn rename_table => call_rename_table(source: Ident = &source, destination: Ident = &destination) -> ();
+        /// Compare-and-swap of several table pointers at once.
+        fn commit_transaction => call_commit_transaction(commits: Vec<TableCommit> = &commits) -> ();
+    }
+}

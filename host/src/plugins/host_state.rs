@@ -1,0 +1,193 @@
+//! The per-instance host state and the capabilities a backend may import.
+//!
+//! Each import checks at call time what the mount grants: a component can ask for
+//! anything, and gets only what its mount's configuration gives it.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::StoreLimits;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
+use super::bindings::WitError;
+use crate::storage::kv::{self as store, KvError, KvSpace};
+
+/// What a mount gives its backend: a name for messages, an optional key space,
+/// and configuration values.
+pub struct Grants {
+    /// How the mount is named in messages, e.g. "mount `prod`".
+    pub label: String,
+    pub kv: Option<KvSpace>,
+    pub config: Vec<(String, String)>,
+}
+
+impl Grants {
+    /// The WIT interfaces (without version) this mount lets a component import.
+    pub fn importable(&self) -> Vec<&'static str> {
+        let mut names = vec![
+            "rustberg:catalog/types",
+            "rustberg:catalog/log",
+            "rustberg:catalog/clock",
+            "rustberg:catalog/config",
+        ];
+        if self.kv.is_some() {
+            names.push("rustberg:catalog/kv");
+        }
+        names
+    }
+}
+
+/// The data of one instance's Store.
+pub struct HostState {
+    pub(super) grants: Arc<Grants>,
+    pub(super) limits: StoreLimits,
+    /// When the current call's budget runs out (checked on every epoch tick).
+    pub(super) deadline: Instant,
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl HostState {
+    pub fn new(grants: Arc<Grants>, limits: StoreLimits) -> Self {
+        Self {
+            grants,
+            limits,
+            deadline: Instant::now(),
+            // WASI with nothing granted: no files, no environment, no sockets.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+fn kv_error(e: KvError) -> WitError {
+    match e {
+        KvError::Conflict => WitError::Conflict("a check did not hold".into()),
+        KvError::Store(m) => WitError::Unavailable(m),
+    }
+}
+
+impl HostState {
+    fn space(&self) -> Result<&KvSpace, WitError> {
+        self.grants
+            .kv
+            .as_ref()
+            .ok_or_else(|| WitError::Unsupported("this mount grants no key space".into()))
+    }
+}
+
+fn entry(e: store::Entry) -> kv::Entry {
+    kv::Entry {
+        key: e.key,
+        value: e.value,
+        version: e.version,
+    }
+}
+
+impl types::Host for HostState {}
+
+impl kv::Host for HostState {
+    async fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<kv::Entry>, WitError>> {
+        Ok(self
+            .space()
+            .and_then(|s| s.get(&key).map(|e| e.map(entry)).map_err(kv_error)))
+    }
+
+    async fn scan(
+        &mut self,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<kv::Entry>, WitError>> {
+        Ok(self.space().and_then(|s| {
+            s.scan(&start, end.as_deref(), limit as usize)
+                .map(|rows| rows.into_iter().map(entry).collect())
+                .map_err(kv_error)
+        }))
+    }
+
+    async fn commit(
+        &mut self,
+        checks: Vec<kv::Check>,
+        writes: Vec<kv::Write>,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        let checks: Vec<store::Check> = checks
+            .into_iter()
+            .map(|c| match c {
+                kv::Check::Absent(k) => store::Check::Absent(k),
+                kv::Check::Present(k) => store::Check::Present(k),
+                kv::Check::AtVersion((k, v)) => store::Check::AtVersion(k, v),
+                kv::Check::PrefixEmpty(p) => store::Check::PrefixEmpty(p),
+            })
+            .collect();
+        let writes: Vec<store::Write> = writes
+            .into_iter()
+            .map(|w| store::Write {
+                key: w.key,
+                value: w.value,
+            })
+            .collect();
+        Ok(self
+            .space()
+            .and_then(|s| s.commit(&checks, &writes).map_err(kv_error)))
+    }
+}
+
+impl log::Host for HostState {
+    async fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
+        let mount = self.grants.label.as_str();
+        match level {
+            log::Level::Trace => tracing::trace!(mount, "{message}"),
+            log::Level::Debug => tracing::debug!(mount, "{message}"),
+            log::Level::Info => tracing::info!(mount, "{message}"),
+            log::Level::Warn => tracing::warn!(mount, "{message}"),
+            log::Level::Error => tracing::error!(mount, "{message}"),
+        }
+        Ok(())
+    }
+}
+
+impl clock::Host for HostState {
+    async fn now_millis(&mut self) -> wasmtime::Result<u64> {
+        Ok(SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0))
+    }
+}
+
+impl config::Host for HostState {
+    async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self
+            .grants
+            .config
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone()))
+    }
+}
+
+impl http::Host for HostState {
+    async fn send(
+        &mut self,
+        _req: http::Request,
+    ) -> wasmtime::Result<Result<http::Response, WitError>> {
+        // No mount grants outbound HTTP yet (the rest backend will); a component
+        // importing it is refused at start-up, so this is only a safety net.
+        Ok(Err(WitError::Unsupported(format!(
+            "{} grants no outbound HTTP",
+            self.grants.label
+        ))))
+    }
+}

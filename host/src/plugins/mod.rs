@@ -1,0 +1,46 @@
+//! The plugin runtime: every backend is a sandboxed WebAssembly component.
+//!
+//! - `runtime`: the one Engine, the Linker, the epoch ticker, the `.cwasm` cache
+//!   and the start-up check of a component's imports against its mount's grants.
+//! - `pool`: per-mount warm instances, call deadlines and memory caps.
+//! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
+//! - `backend`: typed async calls into a component's `backend` export.
+
+mod backend;
+pub mod bindings;
+mod host_state;
+mod pool;
+mod runtime;
+
+pub use backend::Backend;
+pub use host_state::Grants;
+pub use pool::InstancePool;
+pub use runtime::Runtime;
+
+/// Why a backend call failed, and which mount it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendErrorKind {
+    NotFound,
+    AlreadyExists,
+    Conflict,
+    Unsupported,
+    Unavailable,
+    BadRequest,
+    Internal,
+    /// The component trapped (a panic, an invalid operation).
+    Trapped,
+    /// The call ran past its deadline.
+    TimedOut,
+    /// The component tried to grow past its memory cap.
+    OutOfMemory,
+}
+
+/// A failed backend call, naming the mount it came from.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{label}: {message}")]
+pub struct BackendError {
+    /// How the mount is named in messages.
+    pub label: String,
+    pub kind: BackendErrorKind,
+    pub message: String,
+}

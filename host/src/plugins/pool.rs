@@ -1,0 +1,183 @@
+//! A mount's pool of warm instances, and the limits every call runs under.
+//!
+//! A fresh instance costs more than a whole request at our speed goal, so
+//! instances are checked out for one call and returned. Guests keep no state
+//! between calls by contract. An instance whose call trapped, timed out or ran out
+//! of memory is dropped, never reused; instances are also recycled after a
+//! number of calls.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
+
+use super::bindings::{CatalogHost, CatalogHostPre};
+use super::host_state::{Grants, HostState};
+use super::{BackendError, BackendErrorKind};
+use crate::config::PluginLimits;
+
+struct Instance {
+    store: Store<HostState>,
+    bindings: CatalogHost,
+    calls: u64,
+}
+
+/// The boxed future of one export call, borrowing the instance.
+pub type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
+
+/// Warm instances of one mount's component.
+pub struct InstancePool {
+    pre: CatalogHostPre<HostState>,
+    grants: Arc<Grants>,
+    limits: PluginLimits,
+    idle: Mutex<Vec<Instance>>,
+}
+
+impl InstancePool {
+    pub(super) fn new(
+        pre: CatalogHostPre<HostState>,
+        grants: Arc<Grants>,
+        limits: PluginLimits,
+    ) -> Self {
+        Self {
+            pre,
+            grants,
+            limits,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How the mount is named in messages.
+    pub fn label(&self) -> &str {
+        &self.grants.label
+    }
+
+    async fn instantiate(&self) -> wasmtime::Result<Instance> {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.limits.memory_limit_bytes())
+            .instances(100)
+            .tables(100)
+            .memories(16)
+            .trap_on_grow_failure(true)
+            .build();
+        let mut store = Store::new(
+            self.pre.engine(),
+            HostState::new(self.grants.clone(), limits),
+        );
+        store.limiter(|s| &mut s.limits);
+        // Yield to tokio on every tick so a long call never starves other requests,
+        // and interrupt once the call's budget is spent.
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        let bindings = self.pre.instantiate_async(&mut store).await?;
+        Ok(Instance {
+            store,
+            bindings,
+            calls: 0,
+        })
+    }
+
+    fn checkout(&self) -> Option<Instance> {
+        self.idle.lock().expect("pool lock").pop()
+    }
+
+    fn give_back(&self, instance: Instance) {
+        if instance.calls >= self.limits.recycle_after_calls {
+            return;
+        }
+        let mut idle = self.idle.lock().expect("pool lock");
+        if idle.len() < self.limits.pool_size {
+            idle.push(instance);
+        }
+    }
+
+    fn failure(&self, kind: BackendErrorKind, message: String) -> BackendError {
+        BackendError {
+            label: self.grants.label.clone(),
+            kind,
+            message,
+        }
+    }
+
+    /// Runs one export call on a warm instance under the call deadline and the
+    /// memory cap. A trap, timeout or memory exhaustion fails only this call.
+    pub async fn call<R, F>(&self, f: F) -> Result<R, BackendError>
+    where
+        F: for<'a> FnOnce(&'a mut Store<HostState>, &'a CatalogHost) -> CallFuture<'a, R>,
+    {
+        let mut instance = match self.checkout() {
+            Some(instance) => instance,
+            None => self.instantiate().await.map_err(|e| {
+                self.failure(
+                    BackendErrorKind::Internal,
+                    format!("could not instantiate the backend: {e:#}"),
+                )
+            })?,
+        };
+        let budget = self.limits.call_timeout();
+        instance.store.data_mut().deadline = Instant::now() + budget;
+        instance.store.set_epoch_deadline(1);
+        instance.calls += 1;
+        // Epochs do not interrupt time spent inside host imports; the outer timeout
+        // bounds those (a little later than the epoch deadline, which usually wins).
+        let outcome = tokio::time::timeout(
+            budget + budget / 2 + std::time::Duration::from_millis(50),
+            {
+                let Instance {
+                    store, bindings, ..
+                } = &mut instance;
+                f(store, bindings)
+            },
+        )
+        .await;
+        match outcome {
+            Ok(Ok(value)) => {
+                self.give_back(instance);
+                Ok(value)
+            }
+            // The instance is dropped here: a trapped instance is poisoned.
+            Ok(Err(e)) => Err(self.classify(e)),
+            Err(_) => Err(self.failure(
+                BackendErrorKind::TimedOut,
+                format!(
+                    "the backend did not answer within {} ms",
+                    budget.as_millis()
+                ),
+            )),
+        }
+    }
+
+    fn classify(&self, e: wasmtime::Error) -> BackendError {
+        let text = format!("{e:#}");
+        if let Some(Trap::Interrupt) = e.downcast_ref::<Trap>() {
+            return self.failure(
+                BackendErrorKind::TimedOut,
+                format!(
+                    "the backend exceeded its time limit of {} ms",
+                    self.limits.call_timeout_ms
+                ),
+            );
+        }
+        if text.contains("forcing trap when growing memory") {
+            return self.failure(
+                BackendErrorKind::OutOfMemory,
+                format!(
+                    "the backend ran out of memory (limit {} MiB)",
+                    self.limits.memory_limit_mib
+                ),
+            );
+        }
+        self.failure(
+            BackendErrorKind::Trapped,
+            format!("the backend trapped: {text}"),
+        )
+    }
+}

@@ -1,0 +1,135 @@
+//! Start-up: open the stores, load the components, bind, serve.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rand::RngCore;
+
+use crate::api::{self, AppState, HOST_ENDPOINTS};
+use crate::config::Config;
+use crate::mounts::{Mount, Mounts};
+use crate::paging::PageTokens;
+use crate::plugins::{Backend, Grants, Runtime};
+use crate::storage::kv::{Check, KvSpace, RedbStore, Write};
+use crate::storage::warehouse::Warehouse;
+
+/// The native backend, built from `plugins/native` and shipped inside the binary.
+static NATIVE_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/native.wasm"));
+
+/// The key space the host keeps for itself (server key, later principals and grants);
+/// no backend is ever granted it.
+const HOST_SPACE: &str = "rustberg:host";
+/// The key space of the root catalog.
+const ROOT_SPACE: &str = "root";
+
+/// The server key behind page tokens: created once, kept in the host key space.
+fn server_key(space: &KvSpace) -> anyhow::Result<[u8; 32]> {
+    const KEY: &[u8] = b"page-token-key";
+    if let Some(entry) = space.get(KEY)? {
+        return entry
+            .value
+            .as_slice()
+            .try_into()
+            .context("the stored server key is corrupt");
+    }
+    let mut key = [0u8; 32];
+    rand::rng().fill_bytes(&mut key);
+    // Another process may have won the race: keep whichever key landed first.
+    let _ = space.commit(
+        &[Check::Absent(KEY.to_vec())],
+        &[Write {
+            key: KEY.to_vec(),
+            value: Some(key.to_vec()),
+        }],
+    );
+    let stored = space.get(KEY)?.context("the server key was not stored")?;
+    stored
+        .value
+        .as_slice()
+        .try_into()
+        .context("the stored server key is corrupt")
+}
+
+fn component_bytes(backend: Option<&str>) -> anyhow::Result<Arc<[u8]>> {
+    match backend {
+        None | Some("native") => Ok(Arc::from(NATIVE_COMPONENT)),
+        Some(path) => {
+            let bytes = std::fs::read(Path::new(path))
+                .with_context(|| format!("reading component file {path}"))?;
+            Ok(Arc::from(bytes))
+        }
+    }
+}
+
+/// Builds the application state from the configuration.
+pub async fn build(config: &Config) -> anyhow::Result<AppState> {
+    let data_dir = config.data_dir();
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    let catalog_file = config.catalog_file()?;
+    let warehouse = Warehouse::new(config.warehouse()?);
+    println!("rustberg: data directory {}", data_dir.display());
+    println!("rustberg: catalog {}", catalog_file.display());
+    println!("rustberg: warehouse {}", warehouse.root());
+
+    let store = RedbStore::open(&catalog_file)?;
+    let tokens = PageTokens::new(server_key(&store.space(HOST_SPACE)?)?);
+    let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
+        .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
+
+    let grants = Grants {
+        label: "root catalog".into(),
+        kv: Some(store.space(ROOT_SPACE)?),
+        config: vec![],
+    };
+    let wasm = component_bytes(config.storage.backend.as_deref())?;
+    let pool = runtime
+        .load(wasm, grants)
+        .await
+        .context("refusing to start")?;
+    let backend = Backend::open(pool).await.context("refusing to start")?;
+    let mounts = Mounts::new(Mount {
+        space: ROOT_SPACE.into(),
+        backend,
+        warehouse,
+    });
+
+    // Promise only what the host implements and every mount supports.
+    let endpoints: Vec<String> = HOST_ENDPOINTS
+        .iter()
+        .filter(|e| {
+            mounts
+                .all()
+                .all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e))
+        })
+        .map(|e| e.to_string())
+        .collect();
+    anyhow::ensure!(
+        !endpoints.is_empty(),
+        "no endpoint is supported by every mount"
+    );
+    Ok(AppState {
+        mounts,
+        tokens,
+        endpoints,
+    })
+}
+
+/// Runs the server until Ctrl-C.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let state = Arc::new(build(&config).await?);
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("binding {}", config.server.listen))?;
+    let addr = listener.local_addr()?;
+    println!("rustberg: listening on http://{addr} (Iceberg REST catalog at http://{addr}/v1)");
+    let app = api::router(state).layer(tower_http::trace::TraceLayer::new_for_http());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! Where state lives: the key spaces behind the `kv` capability, and warehouses
+//! for metadata and data files.
+
+pub mod kv;
+pub mod warehouse;

@@ -1,0 +1,321 @@
+//! Iceberg table semantics on top of a backend: building metadata for new tables,
+//! applying requirements and updates with the `iceberg` crate's spec types,
+//! writing metadata files, and the compare-and-swap of the pointer.
+
+mod staged;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use iceberg::spec::{
+    FormatVersion, Schema, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+};
+use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
+
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::plugins::bindings::{Ident, Pointer};
+use crate::plugins::BackendErrorKind;
+
+/// How often a commit that lost the compare-and-swap is re-applied to the new
+/// current metadata (its requirements are checked again each time).
+const COMMIT_ATTEMPTS: usize = 4;
+
+/// What the client sent to create a table.
+pub struct NewTable {
+    pub name: String,
+    pub location: Option<String>,
+    pub schema: Schema,
+    pub partition_spec: Option<UnboundPartitionSpec>,
+    pub write_order: Option<SortOrder>,
+    pub properties: HashMap<String, String>,
+}
+
+/// A table's state after a create or a commit.
+pub struct Committed {
+    pub metadata_location: String,
+    pub metadata_json: String,
+}
+
+fn dotted(ident: &Ident) -> String {
+    let mut s = ident.namespace.join(".");
+    s.push('.');
+    s.push_str(&ident.name);
+    s
+}
+
+fn no_such_table(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
+    move |_| Error::NoSuchTable(format!("table {} does not exist", dotted(ident)))
+}
+
+fn no_such_namespace(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
+    move |_| {
+        Error::NoSuchNamespace(format!(
+            "namespace {} does not exist",
+            ident.namespace.join(".")
+        ))
+    }
+}
+
+fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVersion, Error> {
+    match properties.remove("format-version").as_deref() {
+        None | Some("2") => Ok(FormatVersion::V2),
+        Some("1") => Ok(FormatVersion::V1),
+        Some("3") => Ok(FormatVersion::V3),
+        Some(other) => Err(Error::BadRequest(format!(
+            "unsupported format-version {other:?}"
+        ))),
+    }
+}
+
+/// Checks a client-supplied location against the mount's warehouse, or picks one.
+fn table_location(
+    mount: &Mount,
+    ident: &Ident,
+    requested: Option<String>,
+) -> Result<String, Error> {
+    match requested {
+        Some(location) if !mount.warehouse.contains(&location) => Err(Error::BadRequest(format!(
+            "location {location} is outside the warehouse {} of {}",
+            mount.warehouse.root(),
+            mount.backend.label()
+        ))),
+        Some(location) => Ok(location.trim_end_matches('/').to_string()),
+        None => Ok(mount
+            .warehouse
+            .default_location(&ident.namespace, &ident.name)),
+    }
+}
+
+/// Builds the metadata of a new table (not yet written anywhere).
+pub fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<TableMetadata, Error> {
+    let mut properties = new.properties;
+    let creation = TableCreation {
+        name: new.name,
+        location: Some(table_location(mount, ident, new.location)?),
+        format_version: format_version(&mut properties)?,
+        schema: new.schema,
+        partition_spec: new.partition_spec,
+        sort_order: new.write_order,
+        properties,
+    };
+    Ok(TableMetadataBuilder::from_table_creation(creation)?
+        .build()?
+        .metadata)
+}
+
+/// Writes a metadata file and returns its location and JSON.
+async fn write_metadata(
+    mount: &Mount,
+    location: MetadataLocation,
+    metadata: &TableMetadata,
+) -> Result<Committed, Error> {
+    metadata
+        .write_to(mount.warehouse.io(), &location)
+        .await
+        .map_err(|e| Error::Internal(format!("writing table metadata to {location}: {e}")))?;
+    let metadata_json =
+        serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(Committed {
+        metadata_location: location.to_string(),
+        metadata_json,
+    })
+}
+
+/// Writes the first metadata file of `metadata` and records the table. If the
+/// backend refuses, the file is removed again: nothing is left half-written.
+pub async fn create(
+    mount: &Mount,
+    ident: &Ident,
+    metadata: &TableMetadata,
+) -> Result<Committed, Error> {
+    let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
+    let committed = write_metadata(mount, location, metadata).await?;
+    let pointer = Pointer {
+        metadata_location: committed.metadata_location.clone(),
+        metadata_json: committed.metadata_json.clone(),
+        config: vec![],
+    };
+    if let Err(e) = mount.backend.create_table(ident.clone(), pointer).await {
+        mount
+            .warehouse
+            .delete_quietly(&committed.metadata_location)
+            .await;
+        return Err(Error::from_backend(e, no_such_namespace(ident)));
+    }
+    Ok(committed)
+}
+
+/// Loads a table's pointer.
+pub async fn load(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
+    mount
+        .backend
+        .load_table(ident.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(ident)))
+}
+
+/// Parses the metadata a backend returned (reading the file if it kept only the location).
+async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
+    if pointer.metadata_json.is_empty() {
+        return TableMetadata::read_from(mount.warehouse.io(), &pointer.metadata_location)
+            .await
+            .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
+    }
+    serde_json::from_str(&pointer.metadata_json).map_err(|e| {
+        Error::Internal(format!(
+            "the stored metadata of {} is invalid: {e}",
+            pointer.metadata_location
+        ))
+    })
+}
+
+/// Applies a commit: checks every requirement against the current metadata,
+/// applies the updates, writes a new metadata file and swaps the pointer. A lost
+/// swap is retried against the new current metadata; a failed requirement is 409.
+pub async fn commit(
+    mount: &Mount,
+    ident: &Ident,
+    requirements: &[TableRequirement],
+    updates: &[TableUpdate],
+) -> Result<Committed, Error> {
+    if requirements
+        .iter()
+        .any(|r| matches!(r, TableRequirement::NotExist))
+    {
+        return staged::create_from_updates(mount, ident, requirements, updates).await;
+    }
+    for _ in 0..COMMIT_ATTEMPTS {
+        let pointer = load(mount, ident).await?;
+        let current = current_metadata(mount, &pointer).await?;
+        for requirement in requirements {
+            requirement.check(Some(&current)).map_err(|e| {
+                Error::CommitFailed(format!(
+                    "requirement failed for {}: {}",
+                    dotted(ident),
+                    e.message()
+                ))
+            })?;
+        }
+        let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
+        let mut builder = TableMetadataBuilder::new_from_metadata(
+            current,
+            Some(pointer.metadata_location.clone()),
+        );
+        for update in updates {
+            builder = update.clone().apply(builder)?;
+        }
+        let metadata = builder.build()?.metadata;
+        let location = match previous {
+            Some(previous) => previous.with_next_version().with_new_metadata(&metadata),
+            None => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
+        };
+        let committed = write_metadata(mount, location, &metadata).await?;
+        let new = Pointer {
+            metadata_location: committed.metadata_location.clone(),
+            metadata_json: committed.metadata_json.clone(),
+            config: pointer.config,
+        };
+        match mount
+            .backend
+            .commit_table(ident.clone(), pointer.metadata_location, new)
+            .await
+        {
+            Ok(()) => return Ok(committed),
+            Err(e) => {
+                mount
+                    .warehouse
+                    .delete_quietly(&committed.metadata_location)
+                    .await;
+                if e.kind != BackendErrorKind::Conflict {
+                    return Err(Error::from_backend(e, no_such_table(ident)));
+                }
+            }
+        }
+    }
+    Err(Error::CommitFailed(format!(
+        "table {} kept changing under concurrent commits; retry",
+        dotted(ident)
+    )))
+}
+
+/// Records an existing metadata file as a table (registerTable).
+pub async fn register(
+    mount: &Mount,
+    ident: &Ident,
+    metadata_location: &str,
+    overwrite: bool,
+) -> Result<Committed, Error> {
+    if !mount.warehouse.contains(metadata_location) {
+        return Err(Error::BadRequest(format!(
+            "metadata location {metadata_location} is outside the warehouse {} of {}",
+            mount.warehouse.root(),
+            mount.backend.label()
+        )));
+    }
+    let metadata = mount
+        .warehouse
+        .read_table_metadata(metadata_location)
+        .await?;
+    let metadata_json =
+        serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let pointer = Pointer {
+        metadata_location: metadata_location.to_string(),
+        metadata_json,
+        config: vec![],
+    };
+    let committed = Committed {
+        metadata_location: pointer.metadata_location.clone(),
+        metadata_json: pointer.metadata_json.clone(),
+    };
+    match mount
+        .backend
+        .create_table(ident.clone(), pointer.clone())
+        .await
+    {
+        Ok(()) => Ok(committed),
+        Err(e) if e.kind == BackendErrorKind::AlreadyExists && overwrite => {
+            let current = load(mount, ident).await?;
+            mount
+                .backend
+                .commit_table(ident.clone(), current.metadata_location, pointer)
+                .await
+                .map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
+            Ok(committed)
+        }
+        Err(e) => Err(Error::from_backend(e, no_such_namespace(ident))),
+    }
+}
+
+/// Forgets a table; with `purge`, also deletes its files.
+pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
+    let pointer = mount
+        .backend
+        .drop_table(ident.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
+    if purge {
+        match current_metadata(mount, &pointer).await {
+            Ok(metadata) => mount.warehouse.purge(metadata.location()).await?,
+            Err(e) => {
+                tracing::warn!(table = %dotted(ident), error = %e, "dropped, but could not purge")
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renames a table inside one backend.
+pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
+    // Ask first so a missing destination namespace is reported as such.
+    mount
+        .backend
+        .load_namespace(destination.namespace.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_namespace(destination)))?;
+    mount
+        .backend
+        .rename_table(source.clone(), destination.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(source)))
+}

@@ -1,0 +1,77 @@
+//! Completing a staged create: a commit carrying `assert-create`, whose updates
+//! describe the whole new table (the client staged it with `stage-create`).
+
+use iceberg::spec::TableMetadataBuilder;
+use iceberg::{TableCreation, TableRequirement, TableUpdate};
+
+use super::{create, format_version, table_location, Committed};
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::plugins::bindings::Ident;
+
+/// Creates a table from the updates of an `assert-create` commit.
+pub async fn create_from_updates(
+    mount: &Mount,
+    ident: &Ident,
+    requirements: &[TableRequirement],
+    updates: &[TableUpdate],
+) -> Result<Committed, Error> {
+    if requirements.len() != 1 {
+        return Err(Error::BadRequest(
+            "assert-create must be the only requirement".into(),
+        ));
+    }
+    let mut schema = None;
+    let mut spec = None;
+    let mut order = None;
+    let mut location = None;
+    let mut properties = std::collections::HashMap::new();
+    let mut version = None;
+    let mut uuid = None;
+    let mut rest = Vec::new();
+    // The parts that define the table go into the creation; the rest (snapshots,
+    // refs, statistics) are applied on top.
+    for update in updates {
+        match update {
+            TableUpdate::AddSchema { schema: s } if schema.is_none() => schema = Some(s.clone()),
+            TableUpdate::AddSpec { spec: s } if spec.is_none() => spec = Some(s.clone()),
+            TableUpdate::AddSortOrder { sort_order } if order.is_none() => {
+                order = Some(sort_order.clone())
+            }
+            TableUpdate::SetLocation { location: l } => location = Some(l.clone()),
+            TableUpdate::SetProperties { updates } => properties.extend(updates.clone()),
+            TableUpdate::UpgradeFormatVersion { format_version } => version = Some(*format_version),
+            TableUpdate::AssignUuid { uuid: u } => uuid = Some(*u),
+            TableUpdate::SetCurrentSchema { .. }
+            | TableUpdate::SetDefaultSpec { .. }
+            | TableUpdate::SetDefaultSortOrder { .. } => {}
+            other => rest.push(other.clone()),
+        }
+    }
+    let schema = schema
+        .ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
+    let mut creation = TableCreation {
+        name: ident.name.clone(),
+        location: Some(table_location(mount, ident, location)?),
+        format_version: format_version(&mut properties)?,
+        schema,
+        partition_spec: spec,
+        sort_order: order,
+        properties,
+    };
+    if let Some(version) = version {
+        creation.format_version = version;
+    }
+    let mut builder = TableMetadataBuilder::from_table_creation(creation)?;
+    if let Some(uuid) = uuid {
+        builder = builder.assign_uuid(uuid);
+    }
+    for update in rest {
+        builder = update.apply(builder)?;
+    }
+    let metadata = builder.build()?.metadata;
+    create(mount, ident, &metadata).await.map_err(|e| match e {
+        Error::AlreadyExists(m) => Error::CommitFailed(m),
+        e => e,
+    })
+}

@@ -1,0 +1,31 @@
+//! A backend that imports `http` although a kv mount does not grant it: the host
+//! must refuse to load it at start-up, naming the import.
+
+wit_bindgen::generate!({ world: "http-backend", path: "../../../wit" });
+
+use exports::rustberg::catalog::backend::Guest;
+use rustberg::catalog::http::{self, Request};
+use rustberg::catalog::types::{
+    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties,
+    PropertiesUpdate, TableCommit,
+};
+
+include!("../../stub.rs");
+
+struct Greedy;
+
+impl Guest for Greedy {
+    fn load_namespace(_: Vec<String>) -> Result<Properties, Error> {
+        let req = Request {
+            method: "GET".into(),
+            path: "/".into(),
+            headers: vec![],
+            body: vec![],
+        };
+        http::send(&req).map(|_| vec![])
+    }
+
+    unsupported_backend_rest!();
+}
+
+export!(Greedy);

@@ -1,0 +1,83 @@
+//! A misbehaving backend fails one request, naming its mount and the cause, and
+//! the server keeps serving. A component importing what its mount does not grant
+//! is refused at start-up.
+
+mod support;
+
+use support::{assert_error, components_dir, Server};
+
+fn misbehaving_server() -> Server {
+    let component = components_dir().join("misbehave.wasm");
+    Server::start(&format!(
+        "[storage]\nbackend = \"{}\"\n[plugins]\ncall_timeout_ms = 300\nmemory_limit_mib = 32\n",
+        component.display()
+    ))
+}
+
+#[tokio::test]
+async fn trap_loop_and_memory_bomb_each_fail_one_request() {
+    let mut s = misbehaving_server();
+    for (name, cause) in [
+        ("trap", "trapped"),
+        ("loop", "time limit"),
+        ("bomb", "out of memory"),
+        ("trap", "trapped"),
+        ("loop", "time limit"),
+    ] {
+        let got = s.get(&format!("/namespaces/{name}")).await;
+        assert_error(&got, 500, "InternalServerError");
+        let message = got.1["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("root catalog"),
+            "names the mount: {message}"
+        );
+        assert!(
+            message.contains(cause),
+            "names the cause ({cause}): {message}"
+        );
+        // The next request to the same backend works.
+        assert_error(
+            &s.get("/namespaces/fine").await,
+            404,
+            "NoSuchNamespaceException",
+        );
+        let (status, _) = s.get("/namespaces").await;
+        assert_eq!(status, 200);
+        assert!(s.running());
+    }
+}
+
+#[tokio::test]
+async fn concurrent_requests_survive_a_looping_one() {
+    let s = std::sync::Arc::new(misbehaving_server());
+    let looping = {
+        let s = s.clone();
+        tokio::spawn(async move { s.get("/namespaces/loop").await })
+    };
+    // While one call spins, others are served.
+    for _ in 0..20 {
+        assert_error(
+            &s.get("/namespaces/fine").await,
+            404,
+            "NoSuchNamespaceException",
+        );
+    }
+    assert_error(&looping.await.unwrap(), 500, "InternalServerError");
+}
+
+#[test]
+fn a_component_importing_more_than_granted_is_refused() {
+    let component = components_dir().join("greedy.wasm");
+    let output = match Server::try_start(&format!(
+        "[storage]\nbackend = \"{}\"\n",
+        component.display()
+    )) {
+        Ok(_) => panic!("the server started with a component that imports http"),
+        Err(output) => output,
+    };
+    assert!(
+        output.contains("rustberg:catalog/http"),
+        "names the import: {output}"
+    );
+    assert!(output.contains("root catalog"), "names the mount: {output}");
+}
