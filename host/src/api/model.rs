@@ -109,8 +109,17 @@ pub struct RenameTableRequest {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DropTableQuery {
+    /// Clients send `true`, `True` or `1`.
     #[serde(default)]
-    pub purge_requested: bool,
+    pub purge_requested: Option<String>,
+}
+
+impl DropTableQuery {
+    pub fn purge(&self) -> bool {
+        self.purge_requested
+            .as_deref()
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+    }
 }
 
 /// A LoadTableResult (or CommitTableResponse without `config`), written with the

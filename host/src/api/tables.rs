@@ -173,7 +173,7 @@ pub async fn drop(
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
     let (mount, ident) = resolve(&state, &raw, name)?;
-    tables::drop_table(mount, &ident, q.purge_requested).await?;
+    tables::drop_table(mount, &ident, q.purge()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,0 +1,87 @@
+//! Runs the real-client suite (PyIceberg, in `tests/python`) against a real server.
+//!
+//! The Python packages are installed into a virtual environment on first use
+//! (`RUSTBERG_TEST_VENV`, default `target/test-venv`), so a fresh machine with
+//! Python 3 needs no manual step.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::Server;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The venv with the packages of `tests/python/requirements.txt`, created if missing.
+fn venv() -> PathBuf {
+    let venv = std::env::var_os("RUSTBERG_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            // The binary lives in <target>/<profile>/rustberg.
+            Path::new(env!("CARGO_BIN_EXE_rustberg"))
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join("test-venv")
+        });
+    let python = venv.join("bin/python");
+    let requirements = repo_root().join("tests/python/requirements.txt");
+    let stamp = venv.join("requirements.installed");
+    let wanted = std::fs::read_to_string(&requirements).unwrap();
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return venv;
+    }
+    if !python.exists() {
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 is needed for the client tests");
+        assert!(status.success(), "creating the venv at {}", venv.display());
+    }
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements)
+        .status()
+        .unwrap();
+    assert!(status.success(), "installing {}", requirements.display());
+    std::fs::write(&stamp, wanted).unwrap();
+    venv
+}
+
+fn pytest(file: &str, server: &Server) {
+    let venv = venv();
+    let output = Command::new(venv.join("bin/python"))
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
+        .current_dir(repo_root().join("tests/python"))
+        .env("RUSTBERG_URL", &server.base)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("{text}");
+    assert!(output.status.success(), "pytest {file} failed:\n{text}");
+}
+
+#[test]
+fn pyiceberg_end_to_end() {
+    let server = Server::start("");
+    pytest("test_pyiceberg.py", &server);
+}
