@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -81,16 +81,6 @@ impl PluginLimits {
 
     pub fn memory_limit_bytes(&self) -> usize {
         (self.memory_limit_mib as usize) << 20
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            server: ServerConfig::default(),
-            storage: StorageConfig::default(),
-            plugins: PluginLimits::default(),
-        }
     }
 }
 
