@@ -36,17 +36,8 @@ pub struct InstancePool {
 }
 
 impl InstancePool {
-    pub(super) fn new(
-        pre: CatalogHostPre<HostState>,
-        grants: Arc<Grants>,
-        limits: PluginLimits,
-    ) -> Self {
-        Self {
-            pre,
-            grants,
-            limits,
-            idle: Mutex::new(Vec::new()),
-        }
+    pub(super) fn new(pre: CatalogHostPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> Self {
+        Self { pre, grants, limits, idle: Mutex::new(Vec::new()) }
     }
 
     /// How the mount is named in messages.
@@ -62,10 +53,7 @@ impl InstancePool {
             .memories(16)
             .trap_on_grow_failure(true)
             .build();
-        let mut store = Store::new(
-            self.pre.engine(),
-            HostState::new(self.grants.clone(), limits),
-        );
+        let mut store = Store::new(self.pre.engine(), HostState::new(self.grants.clone(), limits));
         store.limiter(|s| &mut s.limits);
         // Yield to tokio on every tick so a long call never starves other requests,
         // and interrupt once the call's budget is spent.
@@ -76,13 +64,11 @@ impl InstancePool {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
+        // Instantiation runs guest code too: it gets the same budget as a call.
+        store.data_mut().deadline = Instant::now() + self.limits.call_timeout();
         store.set_epoch_deadline(1);
         let bindings = self.pre.instantiate_async(&mut store).await?;
-        Ok(Instance {
-            store,
-            bindings,
-            calls: 0,
-        })
+        Ok(Instance { store, bindings, calls: 0 })
     }
 
     fn checkout(&self) -> Option<Instance> {
@@ -100,11 +86,7 @@ impl InstancePool {
     }
 
     fn failure(&self, kind: BackendErrorKind, message: String) -> BackendError {
-        BackendError {
-            label: self.grants.label.clone(),
-            kind,
-            message,
-        }
+        BackendError { label: self.grants.label.clone(), kind, message }
     }
 
     /// Runs one export call on a warm instance under the call deadline and the
@@ -116,10 +98,7 @@ impl InstancePool {
         let mut instance = match self.checkout() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {
-                self.failure(
-                    BackendErrorKind::Internal,
-                    format!("could not instantiate the backend: {e:#}"),
-                )
+                self.failure(BackendErrorKind::Internal, format!("could not instantiate the backend: {e:#}"))
             })?,
         };
         let budget = self.limits.call_timeout();
@@ -128,15 +107,10 @@ impl InstancePool {
         instance.calls += 1;
         // Epochs do not interrupt time spent inside host imports; the outer timeout
         // bounds those (a little later than the epoch deadline, which usually wins).
-        let outcome = tokio::time::timeout(
-            budget + budget / 2 + std::time::Duration::from_millis(50),
-            {
-                let Instance {
-                    store, bindings, ..
-                } = &mut instance;
-                f(store, bindings)
-            },
-        )
+        let outcome = tokio::time::timeout(budget + budget / 2 + std::time::Duration::from_millis(50), {
+            let Instance { store, bindings, .. } = &mut instance;
+            f(store, bindings)
+        })
         .await;
         match outcome {
             Ok(Ok(value)) => {
@@ -147,10 +121,7 @@ impl InstancePool {
             Ok(Err(e)) => Err(self.classify(e)),
             Err(_) => Err(self.failure(
                 BackendErrorKind::TimedOut,
-                format!(
-                    "the backend did not answer within {} ms",
-                    budget.as_millis()
-                ),
+                format!("the backend did not answer within {} ms", budget.as_millis()),
             )),
         }
     }
@@ -160,24 +131,15 @@ impl InstancePool {
         if let Some(Trap::Interrupt) = e.downcast_ref::<Trap>() {
             return self.failure(
                 BackendErrorKind::TimedOut,
-                format!(
-                    "the backend exceeded its time limit of {} ms",
-                    self.limits.call_timeout_ms
-                ),
+                format!("the backend exceeded its time limit of {} ms", self.limits.call_timeout_ms),
             );
         }
         if text.contains("forcing trap when growing memory") {
             return self.failure(
                 BackendErrorKind::OutOfMemory,
-                format!(
-                    "the backend ran out of memory (limit {} MiB)",
-                    self.limits.memory_limit_mib
-                ),
+                format!("the backend ran out of memory (limit {} MiB)", self.limits.memory_limit_mib),
             );
         }
-        self.failure(
-            BackendErrorKind::Trapped,
-            format!("the backend trapped: {text}"),
-        )
+        self.failure(BackendErrorKind::Trapped, format!("the backend trapped: {text}"))
     }
 }
