@@ -26,6 +26,13 @@ TOML
 RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$RB_PORT/ready" > /dev/null && break; sleep 0.1; done
 
+# Authenticate as the admin the server minted (printed at start-up).
+credential=$(grep -o 'credential admin:[^ ]*' "$work/rustberg.log" | head -1 | cut -d' ' -f2)
+token=$(curl -sf "http://127.0.0.1:$RB_PORT/v1/oauth/tokens" -d grant_type=client_credentials \
+  -d "client_id=${credential%%:*}" -d "client_secret=${credential#*:}" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
+auth="Authorization: Bearer $token"
+curl() { command curl -H "$auth" "$@"; }
+
 api="http://127.0.0.1:$RB_PORT/v1/catalog"
 json='content-type: application/json'
 curl -sf -X POST "$api/namespaces" -H "$json" -d '{"namespace":["bench"]}' > /dev/null
@@ -43,7 +50,7 @@ size=$(wc -c < "$work/body.json")
 taskset -c 0 "$target/release/examples/noop_server" "$work/body.json" "127.0.0.1:$NOOP_PORT" > "$work/noop.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$NOOP_PORT/" > /dev/null && break; sleep 0.1; done
 
-rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" "$2" | awk '/Requests\/sec/ {print $2}'; }
+rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -H "$auth" "$2" | awk '/Requests\/sec/ {print $2}'; }
 
 echo "loadTable body: $size bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-12s %14s %14s %8s\n' concurrency "noop req/s" "loadTable req/s" ratio

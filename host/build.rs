@@ -22,10 +22,7 @@ fn main() {
     for dir in ["wit", "plugins"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("Cargo.lock").display()
-    );
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
 
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
@@ -35,10 +32,7 @@ fn main() {
     ensure_target();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args(["build", "--release", "--target", TARGET])
-        .arg("--target-dir")
-        .arg(&wasm_target_dir);
+    cmd.current_dir(&root).args(["build", "--release", "--target", TARGET]).arg("--target-dir").arg(&wasm_target_dir);
     for (package, _) in COMPONENTS {
         cmd.args(["-p", package]);
     }
@@ -57,9 +51,7 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd
-        .status()
-        .expect("could not run cargo to build the backend components");
+    let status = cmd.status().expect("could not run cargo to build the backend components");
     if !status.success() {
         panic!(
             "building the backend components for {TARGET} failed; is the target installed? \
@@ -72,10 +64,7 @@ fn main() {
         let from = built.join(format!("{}.wasm", package.replace('-', "_")));
         copy(&from, &out_dir.join(file));
     }
-    println!(
-        "cargo:rustc-env=RUSTBERG_COMPONENTS_DIR={}",
-        out_dir.display()
-    );
+    println!("cargo:rustc-env=RUSTBERG_COMPONENTS_DIR={}", out_dir.display());
 }
 
 /// Installs the wasm32-wasip2 standard library with rustup when it is missing, so
@@ -86,17 +75,12 @@ fn ensure_target() {
         .output()
         .ok()
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    let installed = sysroot
-        .map(|s| s.join("lib/rustlib").join(TARGET).exists())
-        .unwrap_or(false);
+    let installed = sysroot.map(|s| s.join("lib/rustlib").join(TARGET).exists()).unwrap_or(false);
     if !installed {
-        let _ = Command::new("rustup")
-            .args(["target", "add", TARGET])
-            .status();
+        let _ = Command::new("rustup").args(["target", "add", TARGET]).status();
     }
 }
 
 fn copy(from: &Path, to: &Path) {
-    std::fs::copy(from, to)
-        .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
+    std::fs::copy(from, to).unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
 }

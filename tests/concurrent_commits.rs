@@ -16,14 +16,9 @@ const COMMITS_PER_TASK: i64 = 6;
 async fn try_append(s: &Server, snapshot_id: i64) -> u16 {
     let (_, table) = s.get("/namespaces/db/tables/t").await;
     let metadata = &table["metadata"];
-    let parent = metadata["current-snapshot-id"]
-        .as_i64()
-        .filter(|id| *id >= 0);
+    let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
     let sequence = metadata["last-sequence-number"].as_i64().unwrap() + 1;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let mut snapshot = json!({
         "snapshot-id": snapshot_id,
         "sequence-number": sequence,
@@ -43,10 +38,7 @@ async fn try_append(s: &Server, snapshot_id: i64) -> u16 {
         ]
     });
     let (status, response) = s.post("/namespaces/db/tables/t", body).await;
-    assert!(
-        status == 200 || status == 409,
-        "a commit either lands or conflicts, got {status}: {response}"
-    );
+    assert!(status == 200 || status == 409, "a commit either lands or conflicts, got {status}: {response}");
     if status == 409 {
         assert_eq!(response["error"]["type"], "CommitFailedException");
     }
@@ -57,12 +49,7 @@ async fn try_append(s: &Server, snapshot_id: i64) -> u16 {
 async fn eight_writers_lose_and_duplicate_nothing() {
     let s = std::sync::Arc::new(Server::start(""));
     s.post("/namespaces", json!({"namespace": ["db"]})).await;
-    let (status, _) = s
-        .post(
-            "/namespaces/db/tables",
-            json!({"name": "t", "schema": schema()}),
-        )
-        .await;
+    let (status, _) = s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await;
     assert_eq!(status, 200);
 
     let mut tasks = vec![];
@@ -92,18 +79,11 @@ async fn eight_writers_lose_and_duplicate_nothing() {
 
     let (_, table) = s.get("/namespaces/db/tables/t").await;
     let metadata: &Value = &table["metadata"];
-    let snapshots: Vec<i64> = metadata["snapshots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["snapshot-id"].as_i64().unwrap())
-        .collect();
+    let snapshots: Vec<i64> =
+        metadata["snapshots"].as_array().unwrap().iter().map(|s| s["snapshot-id"].as_i64().unwrap()).collect();
     let unique: BTreeSet<i64> = snapshots.iter().copied().collect();
     assert_eq!(unique.len(), snapshots.len(), "no snapshot recorded twice");
-    assert_eq!(
-        unique, landed,
-        "exactly the acknowledged commits are in the table"
-    );
+    assert_eq!(unique, landed, "exactly the acknowledged commits are in the table");
     assert!(refused.is_disjoint(&unique), "no refused commit landed");
 
     // The acknowledged commits form one linear history ending at main.
@@ -111,24 +91,11 @@ async fn eight_writers_lose_and_duplicate_nothing() {
     let mut at = metadata["current-snapshot-id"].as_i64();
     while let Some(id) = at {
         assert!(chain.insert(id), "history has no cycle");
-        let snap = metadata["snapshots"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["snapshot-id"] == id)
-            .unwrap();
+        let snap = metadata["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == id).unwrap();
         at = snap["parent-snapshot-id"].as_i64();
     }
     assert_eq!(chain, landed, "every landed commit is an ancestor of main");
-    let log: Vec<i64> = metadata["snapshot-log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["snapshot-id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(
-        log.len(),
-        landed.len(),
-        "one snapshot-log entry per landed commit"
-    );
+    let log: Vec<i64> =
+        metadata["snapshot-log"].as_array().unwrap().iter().map(|e| e["snapshot-id"].as_i64().unwrap()).collect();
+    assert_eq!(log.len(), landed.len(), "one snapshot-log entry per landed commit");
 }

@@ -12,25 +12,15 @@ use std::process::Command;
 use support::Server;
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// The venv with the packages of `tests/python/requirements.txt`, created if missing.
 fn venv() -> PathBuf {
-    let venv = std::env::var_os("RUSTBERG_TEST_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            // The binary lives in <target>/<profile>/rustberg.
-            Path::new(env!("CARGO_BIN_EXE_rustberg"))
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .join("test-venv")
-        });
+    let venv = std::env::var_os("RUSTBERG_TEST_VENV").map(PathBuf::from).unwrap_or_else(|| {
+        // The binary lives in <target>/<profile>/rustberg.
+        Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().parent().unwrap().join("test-venv")
+    });
     let python = venv.join("bin/python");
     let requirements = repo_root().join("tests/python/requirements.txt");
     let stamp = venv.join("requirements.installed");
@@ -47,14 +37,7 @@ fn venv() -> PathBuf {
         assert!(status.success(), "creating the venv at {}", venv.display());
     }
     let status = Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
         .arg(&requirements)
         .status()
         .unwrap();
@@ -69,13 +52,10 @@ fn pytest(file: &str, server: &Server) {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
         .current_dir(repo_root().join("tests/python"))
         .env("RUSTBERG_URL", &server.base)
+        .env("RUSTBERG_CREDENTIAL", server.credential.as_deref().expect("a minted admin credential"))
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("{text}");
     assert!(output.status.success(), "pytest {file} failed:\n{text}");
 }

@@ -11,171 +11,75 @@ fn names(body: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|ns| {
-            ns.as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p.as_str().unwrap())
-                .collect::<Vec<_>>()
-                .join(".")
-        })
+        .map(|ns| ns.as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect::<Vec<_>>().join("."))
         .collect()
 }
 
 #[tokio::test]
 async fn config_advertises_prefix_and_endpoints() {
     let s = Server::start("");
-    let r = s
-        .client
-        .get(format!("{}/v1/config", s.base))
-        .send()
-        .await
-        .unwrap();
+    let r = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["overrides"]["prefix"], "catalog");
-    let endpoints: Vec<&str> = body["endpoints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .collect();
+    let endpoints: Vec<&str> = body["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
     assert!(endpoints.contains(&"GET /v1/{prefix}/namespaces"));
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
     // Not implemented yet: absent from the list and answered with 501.
     assert!(!endpoints.iter().any(|e| e.contains("/views")));
-    assert_error(
-        &s.get("/namespaces/db/views").await,
-        501,
-        "UnsupportedOperationException",
-    );
+    assert_error(&s.get("/namespaces/db/views").await, 501, "UnsupportedOperationException");
     assert_error(&s.get("/no/such/route").await, 404, "NotFoundException");
 }
 
 #[tokio::test]
 async fn namespace_lifecycle() {
     let s = Server::start("");
-    let created = s
-        .post(
-            "/namespaces",
-            json!({"namespace": ["sales"], "properties": {"owner": "ana"}}),
-        )
-        .await;
+    let created = s.post("/namespaces", json!({"namespace": ["sales"], "properties": {"owner": "ana"}})).await;
     assert_eq!(created.0, 200, "{}", created.1);
-    assert_eq!(
-        created.1,
-        json!({"namespace": ["sales"], "properties": {"owner": "ana"}})
-    );
-    assert_error(
-        &s.post("/namespaces", json!({"namespace": ["sales"]})).await,
-        409,
-        "AlreadyExistsException",
-    );
+    assert_eq!(created.1, json!({"namespace": ["sales"], "properties": {"owner": "ana"}}));
+    assert_error(&s.post("/namespaces", json!({"namespace": ["sales"]})).await, 409, "AlreadyExistsException");
     // Nested namespaces need their parent.
-    assert_error(
-        &s.post("/namespaces", json!({"namespace": ["nope", "x"]}))
-            .await,
-        404,
-        "NoSuchNamespaceException",
-    );
-    assert_eq!(
-        s.post("/namespaces", json!({"namespace": ["sales", "eu"]}))
-            .await
-            .0,
-        200
-    );
-    assert_error(
-        &s.post("/namespaces", json!({"namespace": []})).await,
-        400,
-        "BadRequestException",
-    );
-    assert_error(
-        &s.post("/namespaces", json!({"nonsense": 1})).await,
-        400,
-        "BadRequestException",
-    );
+    assert_error(&s.post("/namespaces", json!({"namespace": ["nope", "x"]})).await, 404, "NoSuchNamespaceException");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["sales", "eu"]})).await.0, 200);
+    assert_error(&s.post("/namespaces", json!({"namespace": []})).await, 400, "BadRequestException");
+    assert_error(&s.post("/namespaces", json!({"nonsense": 1})).await, 400, "BadRequestException");
 
     let loaded = s.get("/namespaces/sales").await;
-    assert_eq!(
-        loaded,
-        (
-            200,
-            json!({"namespace": ["sales"], "properties": {"owner": "ana"}})
-        )
-    );
-    assert_eq!(
-        s.get("/namespaces/sales%1Feu").await.1["namespace"],
-        json!(["sales", "eu"])
-    );
+    assert_eq!(loaded, (200, json!({"namespace": ["sales"], "properties": {"owner": "ana"}})));
+    assert_eq!(s.get("/namespaces/sales%1Feu").await.1["namespace"], json!(["sales", "eu"]));
     assert_eq!(s.head("/namespaces/sales").await, 204);
     assert_eq!(s.head("/namespaces/missing").await, 404);
-    assert_error(
-        &s.get("/namespaces/missing").await,
-        404,
-        "NoSuchNamespaceException",
-    );
+    assert_error(&s.get("/namespaces/missing").await, 404, "NoSuchNamespaceException");
 
     let (status, top) = s.get("/namespaces").await;
     assert_eq!(status, 200);
     assert_eq!(names(&top), vec!["sales"]);
     let (_, children) = s.get("/namespaces?parent=sales").await;
     assert_eq!(names(&children), vec!["sales.eu"]);
-    assert_error(
-        &s.get("/namespaces?parent=missing").await,
-        404,
-        "NoSuchNamespaceException",
-    );
+    assert_error(&s.get("/namespaces?parent=missing").await, 404, "NoSuchNamespaceException");
 
     // Properties: updated, removed and missing are always present.
     let update = s
-        .post(
-            "/namespaces/sales/properties",
-            json!({"removals": ["owner", "ghost"], "updates": {"tier": "gold"}}),
-        )
+        .post("/namespaces/sales/properties", json!({"removals": ["owner", "ghost"], "updates": {"tier": "gold"}}))
         .await;
-    assert_eq!(
-        update,
-        (
-            200,
-            json!({"updated": ["tier"], "removed": ["owner"], "missing": ["ghost"]})
-        )
-    );
-    assert_eq!(
-        s.get("/namespaces/sales").await.1["properties"],
-        json!({"tier": "gold"})
-    );
+    assert_eq!(update, (200, json!({"updated": ["tier"], "removed": ["owner"], "missing": ["ghost"]})));
+    assert_eq!(s.get("/namespaces/sales").await.1["properties"], json!({"tier": "gold"}));
     assert_error(
-        &s.post(
-            "/namespaces/sales/properties",
-            json!({"removals": ["a"], "updates": {"a": "1"}}),
-        )
-        .await,
+        &s.post("/namespaces/sales/properties", json!({"removals": ["a"], "updates": {"a": "1"}})).await,
         422,
         "UnprocessableEntityException",
     );
     assert_error(
-        &s.post(
-            "/namespaces/missing/properties",
-            json!({"updates": {"a": "1"}}),
-        )
-        .await,
+        &s.post("/namespaces/missing/properties", json!({"updates": {"a": "1"}})).await,
         404,
         "NoSuchNamespaceException",
     );
 
     // Drop: 409 while not empty, then 204, then 404.
-    assert_error(
-        &s.delete("/namespaces/sales").await,
-        409,
-        "NamespaceNotEmptyException",
-    );
+    assert_error(&s.delete("/namespaces/sales").await, 409, "NamespaceNotEmptyException");
     assert_eq!(s.delete("/namespaces/sales%1Feu").await.0, 204);
     assert_eq!(s.delete("/namespaces/sales").await.0, 204);
-    assert_error(
-        &s.delete("/namespaces/sales").await,
-        404,
-        "NoSuchNamespaceException",
-    );
+    assert_error(&s.delete("/namespaces/sales").await, 404, "NoSuchNamespaceException");
     assert_eq!(names(&s.get("/namespaces").await.1), Vec::<String>::new());
 }
 
@@ -185,10 +89,7 @@ async fn namespace_paging_walks_everything_once() {
     let mut expected = vec![];
     for i in 0..25 {
         let name = format!("ns{i:02}");
-        assert_eq!(
-            s.post("/namespaces", json!({"namespace": [name]})).await.0,
-            200
-        );
+        assert_eq!(s.post("/namespaces", json!({"namespace": [name]})).await.0, 200);
         expected.push(name);
     }
     // Without a pageToken: everything, no token.
@@ -200,9 +101,7 @@ async fn namespace_paging_walks_everything_once() {
     let mut token = String::new();
     let mut pages = 0;
     loop {
-        let (status, page) = s
-            .get(&format!("/namespaces?pageToken={token}&pageSize=10"))
-            .await;
+        let (status, page) = s.get(&format!("/namespaces?pageToken={token}&pageSize=10")).await;
         assert_eq!(status, 200);
         pages += 1;
         seen.extend(names(&page));
@@ -215,20 +114,13 @@ async fn namespace_paging_walks_everything_once() {
     assert_eq!(pages, 3);
 
     // A token this server did not issue restarts the listing rather than seeking.
-    let (status, restarted) = s
-        .get("/namespaces?pageToken=bm90LW91cnM.AAAA&pageSize=5")
-        .await;
+    let (status, restarted) = s.get("/namespaces?pageToken=bm90LW91cnM.AAAA&pageSize=5").await;
     assert_eq!(status, 200);
     assert_eq!(names(&restarted), expected[..5].to_vec());
 }
 
 async fn create_table(s: &Server, ns: &str, name: &str) -> Value {
-    let (status, body) = s
-        .post(
-            &format!("/namespaces/{ns}/tables"),
-            json!({"name": name, "schema": schema()}),
-        )
-        .await;
+    let (status, body) = s.post(&format!("/namespaces/{ns}/tables"), json!({"name": name, "schema": schema()})).await;
     assert_eq!(status, 200, "{body}");
     body
 }
@@ -241,48 +133,27 @@ async fn table_lifecycle() {
 
     let created = create_table(&s, "db", "events").await;
     let location = created["metadata-location"].as_str().unwrap().to_string();
-    assert!(
-        location.starts_with("file:///") && location.ends_with(".metadata.json"),
-        "{location}"
-    );
-    assert!(
-        std::path::Path::new(location.strip_prefix("file://").unwrap()).exists(),
-        "metadata file written"
-    );
+    assert!(location.starts_with("file:///") && location.ends_with(".metadata.json"), "{location}");
+    assert!(std::path::Path::new(location.strip_prefix("file://").unwrap()).exists(), "metadata file written");
     assert_eq!(created["metadata"]["format-version"], 2);
     assert_eq!(created["config"], json!({}));
     assert!(created.get("storage-credentials").is_none());
 
     assert_error(
-        &s.post(
-            "/namespaces/db/tables",
-            json!({"name": "events", "schema": schema()}),
-        )
-        .await,
+        &s.post("/namespaces/db/tables", json!({"name": "events", "schema": schema()})).await,
         409,
         "AlreadyExistsException",
     );
     assert_error(
-        &s.post(
-            "/namespaces/missing/tables",
-            json!({"name": "t", "schema": schema()}),
-        )
-        .await,
+        &s.post("/namespaces/missing/tables", json!({"name": "t", "schema": schema()})).await,
         404,
         "NoSuchNamespaceException",
     );
-    assert_error(
-        &s.post("/namespaces/db/tables", json!({"name": "t"})).await,
-        400,
-        "BadRequestException",
-    );
+    assert_error(&s.post("/namespaces/db/tables", json!({"name": "t"})).await, 400, "BadRequestException");
     // A client-supplied location must lie inside the warehouse.
     assert_error(
-        &s.post(
-            "/namespaces/db/tables",
-            json!({"name": "t", "schema": schema(), "location": "file:///tmp/elsewhere"}),
-        )
-        .await,
+        &s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema(), "location": "file:///tmp/elsewhere"}))
+            .await,
         400,
         "BadRequestException",
     );
@@ -293,16 +164,8 @@ async fn table_lifecycle() {
     assert_eq!(loaded.1["metadata"], created["metadata"]);
     assert_eq!(s.head("/namespaces/db/tables/events").await, 204);
     assert_eq!(s.head("/namespaces/db/tables/nope").await, 404);
-    assert_error(
-        &s.get("/namespaces/db/tables/nope").await,
-        404,
-        "NoSuchTableException",
-    );
-    assert_error(
-        &s.get("/namespaces/missing/tables").await,
-        404,
-        "NoSuchNamespaceException",
-    );
+    assert_error(&s.get("/namespaces/db/tables/nope").await, 404, "NoSuchTableException");
+    assert_error(&s.get("/namespaces/missing/tables").await, 404, "NoSuchNamespaceException");
 
     // Commit: a property update writes a new metadata file and moves the pointer.
     let uuid = created["metadata"]["table-uuid"].clone();
@@ -319,14 +182,8 @@ async fn table_lifecycle() {
     let new_location = commit.1["metadata-location"].as_str().unwrap();
     assert_ne!(new_location, location);
     assert_eq!(commit.1["metadata"]["properties"]["k"], "v");
-    assert_eq!(
-        commit.1["metadata"]["metadata-log"][0]["metadata-file"],
-        location.as_str()
-    );
-    assert_eq!(
-        s.get("/namespaces/db/tables/events").await.1["metadata-location"],
-        new_location
-    );
+    assert_eq!(commit.1["metadata"]["metadata-log"][0]["metadata-file"], location.as_str());
+    assert_eq!(s.get("/namespaces/db/tables/events").await.1["metadata-location"], new_location);
 
     // A failed requirement is 409 CommitFailedException and changes nothing.
     let stale = s
@@ -339,16 +196,9 @@ async fn table_lifecycle() {
         )
         .await;
     assert_error(&stale, 409, "CommitFailedException");
-    assert_eq!(
-        s.get("/namespaces/db/tables/events").await.1["metadata"]["properties"]["k"],
-        "v"
-    );
+    assert_eq!(s.get("/namespaces/db/tables/events").await.1["metadata"]["properties"]["k"], "v");
     assert_error(
-        &s.post(
-            "/namespaces/db/tables/nope",
-            json!({"requirements": [], "updates": []}),
-        )
-        .await,
+        &s.post("/namespaces/db/tables/nope", json!({"requirements": [], "updates": []})).await,
         404,
         "NoSuchTableException",
     );
@@ -361,92 +211,41 @@ async fn table_lifecycle() {
         json!([{"namespace": ["db"], "name": "alpha"}, {"namespace": ["db"], "name": "events"}])
     );
     let rename = |from: &str, to_ns: &str, to: &str| json!({"source": {"namespace": ["db"], "name": from}, "destination": {"namespace": [to_ns], "name": to}});
-    let r = s
-        .client
-        .post(s.url("/tables/rename"))
-        .json(&rename("events", "other", "moved"))
-        .send()
-        .await
-        .unwrap();
+    let r = s.client.post(s.url("/tables/rename")).json(&rename("events", "other", "moved")).send().await.unwrap();
     assert_eq!(r.status(), 204);
-    assert_eq!(
-        s.get("/namespaces/other/tables/moved").await.1["metadata-location"],
-        new_location
-    );
+    assert_eq!(s.get("/namespaces/other/tables/moved").await.1["metadata-location"], new_location);
     assert_eq!(s.head("/namespaces/db/tables/events").await, 404);
-    assert_error(
-        &s.post("/tables/rename", rename("events", "other", "x"))
-            .await,
-        404,
-        "NoSuchTableException",
-    );
-    assert_error(
-        &s.post("/tables/rename", rename("alpha", "missing", "x"))
-            .await,
-        404,
-        "NoSuchNamespaceException",
-    );
+    assert_error(&s.post("/tables/rename", rename("events", "other", "x")).await, 404, "NoSuchTableException");
+    assert_error(&s.post("/tables/rename", rename("alpha", "missing", "x")).await, 404, "NoSuchNamespaceException");
     create_table(&s, "other", "taken").await;
-    assert_error(
-        &s.post("/tables/rename", rename("alpha", "other", "taken"))
-            .await,
-        409,
-        "AlreadyExistsException",
-    );
+    assert_error(&s.post("/tables/rename", rename("alpha", "other", "taken")).await, 409, "AlreadyExistsException");
 
     // Register the moved table's metadata under a new name, then drop with purge.
-    let registered = s
-        .post(
-            "/namespaces/db/register",
-            json!({"name": "again", "metadata-location": new_location}),
-        )
-        .await;
+    let registered =
+        s.post("/namespaces/db/register", json!({"name": "again", "metadata-location": new_location})).await;
     assert_eq!(registered.0, 200, "{}", registered.1);
     assert_eq!(registered.1["metadata-location"], new_location);
     assert_error(
-        &s.post(
-            "/namespaces/db/register",
-            json!({"name": "junk", "metadata-location": format!("{location}.missing")}),
-        )
-        .await,
+        &s.post("/namespaces/db/register", json!({"name": "junk", "metadata-location": format!("{location}.missing")}))
+            .await,
         400,
         "BadRequestException",
     );
     assert_eq!(s.delete("/namespaces/db/tables/again").await.0, 204);
-    assert_eq!(
-        s.delete("/namespaces/other/tables/moved?purgeRequested=true")
-            .await
-            .0,
-        204
-    );
-    assert!(
-        !std::path::Path::new(new_location.strip_prefix("file://").unwrap()).exists(),
-        "purged"
-    );
-    assert_error(
-        &s.delete("/namespaces/other/tables/moved").await,
-        404,
-        "NoSuchTableException",
-    );
+    assert_eq!(s.delete("/namespaces/other/tables/moved?purgeRequested=true").await.0, 204);
+    assert!(!std::path::Path::new(new_location.strip_prefix("file://").unwrap()).exists(), "purged");
+    assert_error(&s.delete("/namespaces/other/tables/moved").await, 404, "NoSuchTableException");
 }
 
 #[tokio::test]
 async fn staged_create_is_committed_with_assert_create() {
     let s = Server::start("");
     s.post("/namespaces", json!({"namespace": ["db"]})).await;
-    let staged = s
-        .post(
-            "/namespaces/db/tables",
-            json!({"name": "staged", "schema": schema(), "stage-create": true}),
-        )
-        .await;
+    let staged =
+        s.post("/namespaces/db/tables", json!({"name": "staged", "schema": schema(), "stage-create": true})).await;
     assert_eq!(staged.0, 200, "{}", staged.1);
     assert!(staged.1.get("metadata-location").is_none());
-    assert_eq!(
-        s.head("/namespaces/db/tables/staged").await,
-        404,
-        "a staged table is not recorded"
-    );
+    assert_eq!(s.head("/namespaces/db/tables/staged").await, 404, "a staged table is not recorded");
 
     let metadata = &staged.1["metadata"];
     let commit = json!({
@@ -470,9 +269,5 @@ async fn staged_create_is_committed_with_assert_create() {
     assert_eq!(done.1["metadata"]["properties"]["created"], "staged");
     assert_eq!(s.head("/namespaces/db/tables/staged").await, 204);
     // The same create again fails its assert-create.
-    assert_error(
-        &s.post("/namespaces/db/tables/staged", commit).await,
-        409,
-        "CommitFailedException",
-    );
+    assert_error(&s.post("/namespaces/db/tables/staged", commit).await, 409, "CommitFailedException");
 }

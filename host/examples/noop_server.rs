@@ -12,21 +12,14 @@ use bytes::Bytes;
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let body_file = args
-        .next()
-        .expect("usage: noop_server <body.json> <listen address>");
+    let body_file = args.next().expect("usage: noop_server <body.json> <listen address>");
     let listen = args.next().unwrap_or_else(|| "127.0.0.1:18182".into());
     let body = Bytes::from(std::fs::read(&body_file).expect("reading the body file"));
     let app = Router::new().fallback(get(move || {
         let body = body.clone();
         async move { ([(CONTENT_TYPE, "application/json")], body) }
     }));
-    let listener = tokio::net::TcpListener::bind(&listen)
-        .await
-        .expect("binding");
-    println!(
-        "noop: listening on http://{}",
-        listener.local_addr().unwrap()
-    );
+    let listener = tokio::net::TcpListener::bind(&listen).await.expect("binding");
+    println!("noop: listening on http://{}", listener.local_addr().unwrap());
     axum::serve(listener, app).await.unwrap();
 }

@@ -14,6 +14,62 @@ pub struct Config {
     pub server: ServerConfig,
     pub storage: StorageConfig,
     pub plugins: PluginLimits,
+    pub auth: AuthConfig,
+}
+
+/// `[auth]`: who may call, and how they prove it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// Serve requests without credentials as an anonymous server admin. Refused unless
+    /// the server listens on a loopback address; logged at start-up.
+    pub anonymous: bool,
+    /// Lifetime of the tokens `/v1/oauth/tokens` issues, in seconds.
+    pub token_lifetime_secs: u64,
+    /// Principals defined in the configuration, by name.
+    pub principals: std::collections::BTreeMap<String, PrincipalConfig>,
+    /// External OpenID Connect issuer whose JWTs are accepted.
+    pub oidc: Option<OidcConfig>,
+}
+
+/// `[auth.principals.<name>]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalConfig {
+    /// The tenant the principal belongs to.
+    pub tenant: String,
+    /// `reader`, `writer` or `admin` inside its tenant.
+    pub role: String,
+    /// The argon2 hash of the client secret (`rustberg hash-secret` prints one).
+    pub secret_hash: Option<String>,
+    /// Manage everything on the server (tenants, principals, every owned namespace).
+    #[serde(default)]
+    pub server_admin: bool,
+}
+
+/// `[auth.oidc]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The `iss` claim tokens must carry.
+    pub issuer: String,
+    /// The `aud` claim tokens must carry.
+    pub audience: String,
+    /// The issuer's JSON Web Key Set: a file path or an http(s) URL, read at start-up.
+    pub jwks: String,
+    /// The claim naming the principal (default `sub`).
+    #[serde(default = "default_principal_claim")]
+    pub principal_claim: String,
+}
+
+fn default_principal_claim() -> String {
+    "sub".into()
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self { anonymous: false, token_lifetime_secs: 3600, principals: Default::default(), oidc: None }
+    }
 }
 
 /// `[server]`
@@ -56,21 +112,13 @@ pub struct PluginLimits {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8181)),
-            data_dir: PathBuf::from("rustberg-data"),
-        }
+        Self { listen: SocketAddr::from(([127, 0, 0, 1], 8181)), data_dir: PathBuf::from("rustberg-data") }
     }
 }
 
 impl Default for PluginLimits {
     fn default() -> Self {
-        Self {
-            call_timeout_ms: 5_000,
-            memory_limit_mib: 256,
-            pool_size: 64,
-            recycle_after_calls: 10_000,
-        }
+        Self { call_timeout_ms: 5_000, memory_limit_mib: 256, pool_size: 64, recycle_after_calls: 10_000 }
     }
 }
 
@@ -88,15 +136,9 @@ impl PluginLimits {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("invalid config file {path}: {source}")]
-    Parse {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
+    Parse { path: PathBuf, source: toml::de::Error },
     #[error("invalid value for {key}: {reason}")]
     Invalid { key: &'static str, reason: String },
 }
@@ -104,14 +146,9 @@ pub enum ConfigError {
 impl Config {
     /// Reads a TOML configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
     }
 
     /// The data directory as an absolute path.
@@ -142,9 +179,7 @@ impl Config {
         if !location.starts_with("file:///") {
             return Err(ConfigError::Invalid {
                 key: "storage.warehouse_location",
-                reason: format!(
-                    "{location:?}: only file:///absolute/path warehouses are supported"
-                ),
+                reason: format!("{location:?}: only file:///absolute/path warehouses are supported"),
             });
         }
         Ok(location)

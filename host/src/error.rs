@@ -12,6 +12,12 @@ pub enum Error {
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
+    NotAuthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
     NoSuchNamespace(String),
     #[error("{0}")]
     NoSuchTable(String),
@@ -40,6 +46,9 @@ impl Error {
     fn status_and_type(&self) -> (StatusCode, &'static str) {
         match self {
             Error::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
+            Error::NotAuthorized(_) => (StatusCode::UNAUTHORIZED, "NotAuthorizedException"),
+            Error::Forbidden(_) => (StatusCode::FORBIDDEN, "ForbiddenException"),
+            Error::Conflict(_) => (StatusCode::CONFLICT, "ConflictException"),
             Error::NoSuchNamespace(_) => (StatusCode::NOT_FOUND, "NoSuchNamespaceException"),
             Error::NoSuchTable(_) => (StatusCode::NOT_FOUND, "NoSuchTableException"),
             Error::NoSuchView(_) => (StatusCode::NOT_FOUND, "NoSuchViewException"),
@@ -47,16 +56,10 @@ impl Error {
             Error::AlreadyExists(_) => (StatusCode::CONFLICT, "AlreadyExistsException"),
             Error::NamespaceNotEmpty(_) => (StatusCode::CONFLICT, "NamespaceNotEmptyException"),
             Error::CommitFailed(_) => (StatusCode::CONFLICT, "CommitFailedException"),
-            Error::Unprocessable(_) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "UnprocessableEntityException",
-            ),
+            Error::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "UnprocessableEntityException"),
             // Real clients map only 501 to "unsupported" (the spec text says 406).
             Error::Unsupported(_) => (StatusCode::NOT_IMPLEMENTED, "UnsupportedOperationException"),
-            Error::Unavailable(_) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailableException",
-            ),
+            Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableException"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError"),
         }
     }
@@ -87,7 +90,13 @@ impl IntoResponse for Error {
         let body = serde_json::json!({
             "error": { "message": self.to_string(), "type": kind, "code": status.as_u16() }
         });
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 

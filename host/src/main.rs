@@ -6,11 +6,7 @@ use clap::{Parser, Subcommand};
 use rustberg::config::Config;
 
 #[derive(Parser)]
-#[command(
-    name = "rustberg",
-    version,
-    about = "An Apache Iceberg REST catalog server"
-)]
+#[command(name = "rustberg", version, about = "An Apache Iceberg REST catalog server")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +20,8 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Print the argon2 hash of a client secret (for `secret_hash` in the config), read from stdin.
+    HashSecret,
 }
 
 #[tokio::main]
@@ -42,6 +40,12 @@ async fn main() -> anyhow::Result<()> {
                 None => Config::default(),
             };
             rustberg::server::serve(config).await
+        }
+        Command::HashSecret => {
+            let mut secret = String::new();
+            std::io::stdin().read_line(&mut secret)?;
+            println!("{}", rustberg::auth::hash_secret(secret.trim_end_matches(['\r', '\n'])));
+            Ok(())
         }
     }
 }

@@ -46,11 +46,7 @@ impl PageTokens {
         payload.push(0);
         payload.extend_from_slice(cursor.as_bytes());
         let mac = self.mac(&payload);
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(&payload),
-            URL_SAFE_NO_PAD.encode(mac)
-        )
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(mac))
     }
 
     /// The cursor a token carries, if this server issued it for `space`.
@@ -82,39 +78,30 @@ pub enum PageAsk {
 impl PageAsk {
     /// Reads `pageToken` and `pageSize`. Without a token every item is returned; an
     /// empty token starts paging.
-    pub fn from_query(
-        tokens: &PageTokens,
-        space: &str,
-        token: Option<&str>,
-        size: Option<u32>,
-    ) -> Self {
+    pub fn from_query(tokens: &PageTokens, space: &str, token: Option<&str>, size: Option<u32>) -> Self {
         match token {
             None => PageAsk::All,
             Some(token) => PageAsk::Page {
-                after: if token.is_empty() {
-                    None
-                } else {
-                    tokens.verify(space, token)
-                },
+                after: if token.is_empty() { None } else { tokens.verify(space, token) },
                 size: size.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE),
             },
         }
     }
 }
 
-/// One batch from a backend: items with their cursors, and whether the listing ended.
+/// One batch from a backend: each item with its cursor, `None` where the caller may
+/// not see the item (its cursor still counts), and whether the listing ended.
 pub struct Batch<T> {
-    pub items: Vec<(T, String)>,
+    pub items: Vec<(Option<T>, String)>,
     pub done: bool,
 }
 
-/// Fills one page (or everything) with the items `visible` admits, asking `fetch`
-/// for batches after a cursor. Returns the items and the cursor to resume after, if
+/// Fills one page (or everything) with the visible items of the batches `fetch`
+/// returns after a cursor. Returns the items and the cursor to resume after, if
 /// anything may follow.
 pub async fn fill<T, E, Fut>(
     ask: PageAsk,
     mut fetch: impl FnMut(Option<String>, u32) -> Fut,
-    visible: impl Fn(&T) -> bool,
 ) -> Result<(Vec<T>, Option<String>), E>
 where
     Fut: Future<Output = Result<Batch<T>, E>>,
@@ -138,9 +125,7 @@ where
                 break;
             }
             after = Some(cursor);
-            if visible(&item) {
-                page.push(item);
-            }
+            page.extend(item);
         }
         let finished = batch.done && served_to_end;
         if finished {
@@ -174,33 +159,17 @@ mod tests {
     }
 
     /// A backend of `n` numbered items, paged `batch` at a time.
-    async fn walk(
-        n: usize,
-        batch: usize,
-        page_size: u32,
-        visible: impl Fn(&usize) -> bool + Copy,
-    ) -> Vec<Vec<usize>> {
+    async fn walk(n: usize, batch: usize, page_size: u32, visible: impl Fn(&usize) -> bool + Copy) -> Vec<Vec<usize>> {
         let fetch = |after: Option<String>, limit: u32| async move {
             let start = after.map(|c| c.parse::<usize>().unwrap() + 1).unwrap_or(0);
             let end = (start + (limit as usize).min(batch)).min(n);
-            Ok::<_, ()>(Batch {
-                items: (start..end).map(|i| (i, i.to_string())).collect(),
-                done: end == n,
-            })
+            let items = (start..end).map(|i| (visible(&i).then_some(i), i.to_string())).collect();
+            Ok::<_, ()>(Batch { items, done: end == n })
         };
         let mut pages = vec![];
         let mut after = None;
         loop {
-            let (page, next) = fill(
-                PageAsk::Page {
-                    after,
-                    size: page_size,
-                },
-                fetch,
-                visible,
-            )
-            .await
-            .unwrap();
+            let (page, next) = fill(PageAsk::Page { after, size: page_size }, fetch).await.unwrap();
             pages.push(page);
             match next {
                 Some(c) => after = Some(c),

@@ -7,6 +7,8 @@ use anyhow::Context;
 use rand::RngCore;
 
 use crate::api::{self, AppState, HOST_ENDPOINTS};
+use crate::auth::{hash_secret, Authenticator, Directory, Oidc, Principal, Role, TokenIssuer};
+use crate::authz::Authorizer;
 use crate::config::Config;
 use crate::mounts::{Mount, Mounts};
 use crate::paging::PageTokens;
@@ -15,8 +17,7 @@ use crate::storage::kv::{Check, KvSpace, RedbStore, Write};
 use crate::storage::warehouse::Warehouse;
 
 /// The native backend, built from `plugins/native` and shipped inside the binary.
-static NATIVE_COMPONENT: &[u8] =
-    include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/native.wasm"));
+static NATIVE_COMPONENT: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/native.wasm"));
 
 /// The key space the host keeps for itself (server key, later principals and grants);
 /// no backend is ever granted it.
@@ -24,40 +25,76 @@ const HOST_SPACE: &str = "rustberg:host";
 /// The key space of the root catalog.
 const ROOT_SPACE: &str = "root";
 
-/// The server key behind page tokens: created once, kept in the host key space.
-fn server_key(space: &KvSpace) -> anyhow::Result<[u8; 32]> {
-    const KEY: &[u8] = b"page-token-key";
-    if let Some(entry) = space.get(KEY)? {
-        return entry
-            .value
-            .as_slice()
-            .try_into()
-            .context("the stored server key is corrupt");
+/// A server key (for page tokens, for signing access tokens): created once, kept in
+/// the host key space.
+fn server_key(space: &KvSpace, name: &str) -> anyhow::Result<[u8; 32]> {
+    let name = format!("key/{name}").into_bytes();
+    if let Some(entry) = space.get(&name)? {
+        return entry.value.as_slice().try_into().context("a stored server key is corrupt");
     }
     let mut key = [0u8; 32];
     rand::rng().fill_bytes(&mut key);
     // Another process may have won the race: keep whichever key landed first.
-    let _ = space.commit(
-        &[Check::Absent(KEY.to_vec())],
-        &[Write {
-            key: KEY.to_vec(),
-            value: Some(key.to_vec()),
-        }],
-    );
-    let stored = space.get(KEY)?.context("the server key was not stored")?;
-    stored
-        .value
-        .as_slice()
-        .try_into()
-        .context("the stored server key is corrupt")
+    let _ = space.commit(&[Check::Absent(name.clone())], &[Write { key: name.clone(), value: Some(key.to_vec()) }]);
+    let stored = space.get(&name)?.context("a server key was not stored")?;
+    stored.value.as_slice().try_into().context("a stored server key is corrupt")
+}
+
+/// Builds the authenticator. Without a configured server admin (and outside the
+/// anonymous mode) it mints one admin credential and prints it, so a server with no
+/// configuration is usable but never open.
+async fn authenticator(config: &Config, host: &KvSpace) -> anyhow::Result<Authenticator> {
+    let auth = &config.auth;
+    if auth.anonymous {
+        anyhow::ensure!(
+            config.server.listen.ip().is_loopback(),
+            "auth.anonymous is only allowed on a loopback address, not {}",
+            config.server.listen
+        );
+        tracing::warn!("anonymous mode: requests without a token act as a server admin (loopback only)");
+        println!("rustberg: ANONYMOUS MODE - requests without credentials act as a server admin");
+    }
+    let mut principals = std::collections::BTreeMap::new();
+    for (name, p) in &auth.principals {
+        let role = p.role.parse().map_err(|e| anyhow::anyhow!("auth.principals.{name}.role: {e}"))?;
+        let principal = Principal {
+            name: name.clone(),
+            tenant: p.tenant.clone(),
+            role,
+            server_admin: p.server_admin,
+            secret_hash: p.secret_hash.clone(),
+        };
+        principals.insert(name.clone(), principal);
+    }
+    if !auth.anonymous && !principals.values().any(|p| p.server_admin) {
+        let mut bytes = [0u8; 24];
+        rand::rng().fill_bytes(&mut bytes);
+        let secret = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
+        let admin = Principal {
+            name: "admin".into(),
+            tenant: "default".into(),
+            role: Role::Admin,
+            server_admin: true,
+            secret_hash: Some(hash_secret(&secret)),
+        };
+        principals.insert(admin.name.clone(), admin);
+        println!("rustberg: no server admin is configured; minted one for this run:");
+        println!("rustberg:   credential admin:{secret}   (PyIceberg: credential=\"admin:{secret}\")");
+    }
+    let oidc = match &auth.oidc {
+        Some(oidc) => Some(Oidc::load(oidc).await.context("loading auth.oidc")?),
+        None => None,
+    };
+    let lifetime = std::time::Duration::from_secs(auth.token_lifetime_secs);
+    let issuer = TokenIssuer::new(&server_key(host, "access-token")?, lifetime);
+    Ok(Authenticator::new(Directory::new(principals, host.clone()), issuer, oidc, auth.anonymous))
 }
 
 fn component_bytes(backend: Option<&str>) -> anyhow::Result<Arc<[u8]>> {
     match backend {
         None | Some("native") => Ok(Arc::from(NATIVE_COMPONENT)),
         Some(path) => {
-            let bytes = std::fs::read(Path::new(path))
-                .with_context(|| format!("reading component file {path}"))?;
+            let bytes = std::fs::read(Path::new(path)).with_context(|| format!("reading component file {path}"))?;
             Ok(Arc::from(bytes))
         }
     }
@@ -66,8 +103,7 @@ fn component_bytes(backend: Option<&str>) -> anyhow::Result<Arc<[u8]>> {
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let data_dir = config.data_dir();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
     let catalog_file = config.catalog_file()?;
     let warehouse = Warehouse::new(config.warehouse()?);
     println!("rustberg: data directory {}", data_dir.display());
@@ -75,46 +111,26 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     println!("rustberg: warehouse {}", warehouse.root());
 
     let store = RedbStore::open(&catalog_file)?;
-    let tokens = PageTokens::new(server_key(&store.space(HOST_SPACE)?)?);
+    let host = store.space(HOST_SPACE)?;
+    let tokens = PageTokens::new(server_key(&host, "page-token")?);
+    let auth = Arc::new(authenticator(config, &host).await?);
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants = Grants {
-        label: "root catalog".into(),
-        kv: Some(store.space(ROOT_SPACE)?),
-        config: vec![],
-    };
+    let grants = Grants { label: "root catalog".into(), kv: Some(store.space(ROOT_SPACE)?), config: vec![] };
     let wasm = component_bytes(config.storage.backend.as_deref())?;
-    let pool = runtime
-        .load(wasm, grants)
-        .await
-        .context("refusing to start")?;
+    let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let mounts = Mounts::new(Mount {
-        space: ROOT_SPACE.into(),
-        backend,
-        warehouse,
-    });
+    let mounts = Mounts::new(Mount { prefix: vec![], space: ROOT_SPACE.into(), backend, warehouse });
 
     // Promise only what the host implements and every mount supports.
     let endpoints: Vec<String> = HOST_ENDPOINTS
         .iter()
-        .filter(|e| {
-            mounts
-                .all()
-                .all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e))
-        })
+        .filter(|e| mounts.all().all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e)))
         .map(|e| e.to_string())
         .collect();
-    anyhow::ensure!(
-        !endpoints.is_empty(),
-        "no endpoint is supported by every mount"
-    );
-    Ok(AppState {
-        mounts,
-        tokens,
-        endpoints,
-    })
+    anyhow::ensure!(!endpoints.is_empty(), "no endpoint is supported by every mount");
+    Ok(AppState { mounts, tokens, endpoints, auth, authz: Authorizer::load(host)? })
 }
 
 /// Runs the server until Ctrl-C.

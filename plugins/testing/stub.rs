@@ -9,7 +9,6 @@ macro_rules! unsupported_backend_rest {
         fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
             Ok(NamespacePage { items: vec![], done: true })
         }
-        fn create_namespace(_: Vec<String>, _: Properties) -> Result<Properties, Error> { Err(no()) }
         fn drop_namespace(_: Vec<String>) -> Result<(), Error> { Err(no()) }
         fn update_namespace_properties(_: Vec<String>, _: Vec<String>, _: Properties) -> Result<PropertiesUpdate, Error> { Err(no()) }
         fn list_tables(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> { Err(no()) }

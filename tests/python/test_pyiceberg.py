@@ -1,11 +1,14 @@
 """PyIceberg end to end against a running Rustberg (RUSTBERG_URL), through the wasm native backend."""
 
+import json
 import os
+import urllib.parse
+import urllib.request
 
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog import load_catalog
-from pyiceberg.exceptions import NamespaceNotEmptyError, NoSuchTableError
+from pyiceberg.exceptions import NamespaceNotEmptyError, NoSuchTableError, UnauthorizedError
 from pyiceberg.expressions import EqualTo
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -15,7 +18,20 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 @pytest.fixture
 def catalog():
-    return load_catalog("rustberg", **{"type": "rest", "uri": os.environ["RUSTBERG_URL"]})
+    """Connects with client credentials (PyIceberg exchanges them at /v1/oauth/tokens)."""
+    return load_catalog(
+        "rustberg",
+        **{"type": "rest", "uri": os.environ["RUSTBERG_URL"], "credential": os.environ["RUSTBERG_CREDENTIAL"]},
+    )
+
+
+def fetch_token():
+    client_id, secret = os.environ["RUSTBERG_CREDENTIAL"].split(":", 1)
+    body = urllib.parse.urlencode(
+        {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": "catalog"}
+    ).encode()
+    with urllib.request.urlopen(os.environ["RUSTBERG_URL"] + "/v1/oauth/tokens", body) as response:
+        return json.load(response)["access_token"]
 
 
 ARROW_SCHEMA = pa.schema(
@@ -99,3 +115,14 @@ def test_stale_writer_is_refused_then_retries(catalog):
     table = catalog.load_table("race.t")
     assert len(table.snapshots()) == 2
     assert table.scan().to_arrow().num_rows == 2
+
+
+def test_token_and_refusals():
+    uri = os.environ["RUSTBERG_URL"]
+    with_token = load_catalog("by-token", **{"type": "rest", "uri": uri, "token": fetch_token()})
+    with_token.create_namespace("via_token")
+    assert ("via_token",) in with_token.list_namespaces()
+    with pytest.raises(UnauthorizedError):
+        load_catalog("forged", **{"type": "rest", "uri": uri, "token": "not-a-token"}).list_namespaces()
+    with pytest.raises(Exception):
+        load_catalog("wrong", **{"type": "rest", "uri": uri, "credential": "admin:wrong-secret"})

@@ -9,12 +9,30 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// A running server on a free loopback port, with its own data directory.
+/// A running server on a free loopback port, with its own data directory. It
+/// dereferences to an [`Api`] client acting as the server admin it minted at start-up.
 pub struct Server {
     child: Child,
     pub base: String,
     pub dir: tempfile::TempDir,
+    /// `admin:<secret>`, the credential the server minted (when it minted one).
+    pub credential: Option<String>,
+    admin: Api,
+}
+
+/// An HTTP client for the catalog, acting as one caller.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
     pub client: reqwest::Client,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.admin
+    }
 }
 
 /// The folder holding the test components (built by host/build.rs).
@@ -26,8 +44,7 @@ impl Server {
     /// Starts a server with extra TOML appended to a config that points every
     /// state at a fresh temporary folder.
     pub fn start(extra_toml: &str) -> Server {
-        Self::try_start(extra_toml)
-            .unwrap_or_else(|output| panic!("the server did not start:\n{output}"))
+        Self::try_start(extra_toml).unwrap_or_else(|output| panic!("the server did not start:\n{output}"))
     }
 
     /// Starts a server, or returns everything it printed if it exited instead.
@@ -59,19 +76,26 @@ impl Server {
             }
         });
         let mut seen = String::new();
+        let mut credential = None;
         loop {
             match rx.recv_timeout(Duration::from_secs(120)) {
                 Ok(line) => {
                     seen.push_str(&line);
                     seen.push('\n');
+                    if let Some(rest) = line.split("credential ").nth(1) {
+                        credential = rest.split_whitespace().next().map(str::to_string);
+                    }
                     if let Some(rest) = line.split("listening on http://").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap().to_string();
-                        return Ok(Server {
-                            child,
-                            base: format!("http://{addr}"),
-                            dir,
-                            client: reqwest::Client::new(),
-                        });
+                        let base = format!("http://{addr}");
+                        let admin = match &credential {
+                            Some(c) => {
+                                let (id, secret) = c.split_once(':').unwrap();
+                                Api::with_token(&base, &token_for(&base, id, secret))
+                            }
+                            None => Api { base: base.clone(), client: reqwest::Client::new() },
+                        };
+                        return Ok(Server { child, base, dir, credential, admin });
                     }
                 }
                 Err(_) => {
@@ -90,10 +114,68 @@ impl Server {
 
     fn config_text(dir: &Path, extra: &str) -> String {
         let data = dir.join("data");
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n{extra}\n",
-            data.display()
-        )
+        format!("[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n{extra}\n", data.display())
+    }
+
+    /// Whether the process is still alive.
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// A client acting as the principal with these client credentials.
+    pub fn login(&self, id: &str, secret: &str) -> Api {
+        Api::with_token(&self.base, &token_for(&self.base, id, secret))
+    }
+
+    /// A client sending no credentials.
+    pub fn anonymous(&self) -> Api {
+        Api { base: self.base.clone(), client: reqwest::Client::new() }
+    }
+}
+
+/// Exchanges client credentials for a bearer token (blocking: usable anywhere).
+pub fn token_for(base: &str, id: &str, secret: &str) -> String {
+    let base = base.to_string();
+    let (id, secret) = (id.to_string(), secret.to_string());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let r = reqwest::Client::new()
+                .post(format!("{base}/v1/oauth/tokens"))
+                .form(&[("grant_type", "client_credentials"), ("client_id", &id), ("client_secret", &secret)])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "token for {id}");
+            let body: Value = r.json().await.unwrap();
+            body["access_token"].as_str().unwrap().to_string()
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+/// Hashes a secret with the server's own `hash-secret` command.
+pub fn hash_secret(secret: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rustberg"))
+        .arg("hash-secret")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{secret}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+impl Api {
+    /// A client sending `Authorization: Bearer <token>`.
+    pub fn with_token(base: &str, token: &str) -> Api {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {token}").parse().unwrap());
+        Api { base: base.to_string(), client: reqwest::Client::builder().default_headers(headers).build().unwrap() }
     }
 
     /// The URL of a path under the catalog prefix, e.g. `/namespaces`.
@@ -107,13 +189,7 @@ impl Server {
     }
 
     pub async fn head(&self, path: &str) -> u16 {
-        self.client
-            .head(self.url(path))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
+        self.client.head(self.url(path)).send().await.unwrap().status().as_u16()
     }
 
     pub async fn delete(&self, path: &str) -> (u16, Value) {
@@ -122,19 +198,17 @@ impl Server {
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .client
-            .post(self.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let r = self.client.post(self.url(path)).json(&body).send().await.unwrap();
         status_json(r).await
     }
 
-    /// Whether the process is still alive.
-    pub fn running(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
+    /// A request to any path of the server, e.g. `/management/v1/grants`.
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        status_json(request.send().await.unwrap()).await
     }
 }
 
@@ -148,11 +222,7 @@ impl Drop for Server {
 async fn status_json(r: reqwest::Response) -> (u16, Value) {
     let status = r.status().as_u16();
     let text = r.text().await.unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap_or(Value::String(text))
-    };
+    let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
     (status, body)
 }
 
@@ -162,13 +232,7 @@ pub fn assert_error(got: &(u16, Value), status: u16, kind: &str) {
     assert_eq!(got.0, status, "status of {}", got.1);
     assert_eq!(got.1["error"]["type"], kind, "type in {}", got.1);
     assert_eq!(got.1["error"]["code"], status, "code in {}", got.1);
-    assert!(
-        got.1["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "message in {}",
-        got.1
-    );
+    assert!(got.1["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "message in {}", got.1);
 }
 
 /// A minimal table schema for createTable.

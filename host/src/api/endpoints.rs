@@ -37,7 +37,6 @@ const NOT_YET: &[&str] = &[
     "/unregister",
     "/functions",
     "/sign",
-    "/oauth/tokens",
 ];
 
 /// Answers requests no route matched.

@@ -7,11 +7,7 @@ use super::State;
 
 /// Reports the server and every mount.
 pub async fn health(axum::extract::State(state): State) -> Json<Value> {
-    let mounts: Vec<Value> = state
-        .mounts
-        .all()
-        .map(|m| json!({ "mount": m.backend.label(), "state": "ok" }))
-        .collect();
+    let mounts: Vec<Value> = state.mounts.all().map(|m| json!({ "mount": m.backend.label(), "state": "ok" })).collect();
     Json(json!({ "status": "ok", "mounts": mounts }))
 }
 

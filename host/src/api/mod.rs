@@ -5,8 +5,10 @@
 mod catalog_config;
 mod endpoints;
 mod health;
+mod management;
 mod model;
 mod namespaces;
+mod oauth;
 mod tables;
 
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::de::DeserializeOwned;
 
+use crate::auth::{require_caller, Authenticator};
+use crate::authz::Authorizer;
 use crate::error::Error;
 use crate::mounts::Mounts;
 use crate::paging::PageTokens;
@@ -33,6 +37,8 @@ pub struct AppState {
     pub tokens: PageTokens,
     /// The endpoints advertised in `/v1/config`: what the host implements and every mount supports.
     pub endpoints: Vec<String>,
+    pub auth: Arc<Authenticator>,
+    pub authz: Authorizer,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -42,42 +48,28 @@ pub fn router(state: Arc<AppState>) -> Router {
     let base = format!("/v1/{PREFIX}");
     let ns = format!("{base}/namespaces/{{namespace}}");
     let catalog = Router::new()
-        .route(
-            &format!("{base}/namespaces"),
-            get(namespaces::list).post(namespaces::create),
-        )
-        .route(
-            &ns,
-            get(namespaces::load)
-                .head(namespaces::exists)
-                .delete(namespaces::drop),
-        )
-        .route(
-            &format!("{ns}/properties"),
-            post(namespaces::update_properties),
-        )
-        .route(
-            &format!("{ns}/tables"),
-            get(tables::list).post(tables::create),
-        )
+        .route(&format!("{base}/namespaces"), get(namespaces::list).post(namespaces::create))
+        .route(&ns, get(namespaces::load).head(namespaces::exists).delete(namespaces::drop))
+        .route(&format!("{ns}/properties"), post(namespaces::update_properties))
+        .route(&format!("{ns}/tables"), get(tables::list).post(tables::create))
         .route(
             &format!("{ns}/tables/{{table}}"),
-            get(tables::load)
-                .head(tables::exists)
-                .post(tables::commit)
-                .delete(tables::drop),
+            get(tables::load).head(tables::exists).post(tables::commit).delete(tables::drop),
         )
-        .route(
-            &format!("{ns}/tables/{{table}}/metrics"),
-            post(tables::report_metrics),
-        )
+        .route(&format!("{ns}/tables/{{table}}/metrics"), post(tables::report_metrics))
         .route(&format!("{ns}/register"), post(tables::register))
         .route(&format!("{base}/tables/rename"), post(tables::rename));
-    Router::new()
+    // Everything but the token endpoint and the probes needs a caller.
+    let authenticated = Router::new()
         .route("/v1/config", get(catalog_config::get_config))
+        .merge(catalog)
+        .nest("/management/v1", management::routes())
+        .route_layer(axum::middleware::from_fn_with_state(state.auth.clone(), require_caller));
+    Router::new()
+        .merge(authenticated)
+        .route("/v1/oauth/tokens", post(oauth::token))
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
-        .merge(catalog)
         .fallback(endpoints::fallback)
         .with_state(state)
 }
@@ -91,10 +83,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(v)) => Ok(Json(v)),
-            Err(e @ JsonRejection::JsonDataError(_)) => Err(Error::BadRequest(format!(
-                "invalid request body: {}",
-                e.body_text()
-            ))),
+            Err(e @ JsonRejection::JsonDataError(_)) => {
+                Err(Error::BadRequest(format!("invalid request body: {}", e.body_text())))
+            }
             Err(e) => Err(Error::BadRequest(e.body_text())),
         }
     }
@@ -118,9 +109,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
 pub fn parse_namespace(raw: &str) -> Result<Vec<String>, Error> {
     let parts: Vec<String> = raw.split('\u{1f}').map(str::to_string).collect();
     if parts.iter().any(String::is_empty) {
-        return Err(Error::BadRequest(format!(
-            "invalid namespace {raw:?}: empty level"
-        )));
+        return Err(Error::BadRequest(format!("invalid namespace {raw:?}: empty level")));
     }
     Ok(parts)
 }

@@ -116,9 +116,7 @@ pub struct DropTableQuery {
 
 impl DropTableQuery {
     pub fn purge(&self) -> bool {
-        self.purge_requested
-            .as_deref()
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+        self.purge_requested.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
     }
 }
 
@@ -142,10 +140,7 @@ impl IntoResponse for TableResult<'_> {
         body.push_str("\"metadata\":");
         body.push_str(self.metadata_json);
         if let Some(config) = self.config {
-            let config: HashMap<&str, &str> = config
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
+            let config: HashMap<&str, &str> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             body.push_str(",\"config\":");
             body.push_str(&serde_json::to_string(&config).expect("a map of strings serializes"));
         }

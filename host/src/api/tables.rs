@@ -3,91 +3,103 @@
 use axum::extract::{Path, State as AxState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 
 use super::model::{
-    CommitTableRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse,
-    RegisterTableRequest, RenameTableRequest, TableIdentifier, TableResult,
+    CommitTableRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse, RegisterTableRequest,
+    RenameTableRequest, TableIdentifier, TableResult,
 };
 use super::{parse_namespace, Json, Query, State};
+use crate::auth::Caller;
+use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
 use crate::tables::{self, NewTable};
 
-/// Resolves `{namespace}` and `{table}` to a mount and the identifier that mount knows.
+fn no_such_table(ns: &[String], name: &str) -> impl FnOnce() -> Error {
+    let what = format!("table {}.{name} does not exist", ns.join("."));
+    move || Error::NoSuchTable(what)
+}
+
+fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
+    let what = format!("namespace {} does not exist", ns.join("."));
+    move || Error::NoSuchNamespace(what)
+}
+
+/// Resolves `{namespace}` and `{table}` after checking that the caller holds
+/// `needed` on the table: the mount, and the identifier that mount knows.
 fn resolve<'s>(
     state: &'s super::AppState,
+    caller: Caller,
     raw_ns: &str,
     name: String,
+    needed: Privilege,
 ) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
+    state.authz.access(caller.0)?.require(&Resource::table(&ns, &name), needed, no_such_table(&ns, &name))?;
     let (mount, local) = state.mounts.route(&ns)?;
-    Ok((
-        mount,
-        Ident {
-            namespace: local.to_vec(),
-            name,
-        },
-    ))
+    Ok((mount, Ident { namespace: local.to_vec(), name }))
+}
+
+/// Checks `needed` on a namespace and resolves it.
+fn resolve_namespace<'s>(
+    state: &'s super::AppState,
+    access: &Access,
+    ns: &[String],
+    needed: Privilege,
+) -> Result<(&'s crate::mounts::Mount, Vec<String>), Error> {
+    access.require(&Resource::Namespace(ns.to_vec()), needed, no_such_namespace(ns))?;
+    let (mount, local) = state.mounts.route(ns)?;
+    Ok((mount, local.to_vec()))
 }
 
 pub async fn list(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = state.mounts.route(&ns)?;
-    let ask = PageAsk::from_query(
-        &state.tokens,
-        &mount.space,
-        q.page_token.as_deref(),
-        q.page_size,
-    );
-    let (names, next) = paging::fill(
-        ask,
-        |after, limit| {
-            let local = local.to_vec();
-            async move {
-                let page = mount
-                    .backend
-                    .list_tables(local, PageRequest { after, limit })
-                    .await?;
-                Ok(Batch {
-                    items: page.items.into_iter().map(|e| (e.name, e.cursor)).collect(),
-                    done: page.done,
-                })
+    let access = state.authz.access(caller.0)?;
+    let (mount, local) = resolve_namespace(&state, &access, &ns, Privilege::Read)?;
+    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
+    let (names, next) = paging::fill(ask, |after, limit| {
+        let local = local.clone();
+        let (access, ns) = (&access, &ns);
+        async move {
+            let page = mount
+                .backend
+                .list_tables(local, PageRequest { after, limit })
+                .await
+                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
+            let mut items = Vec::with_capacity(page.items.len());
+            for entry in page.items {
+                let visible = access.can_read(&Resource::table(ns, &entry.name))?;
+                items.push((visible.then_some(entry.name), entry.cursor));
             }
-        },
-        |_| true,
-    )
-    .await
-    .map_err(|e| {
-        Error::from_backend(e, |_| {
-            Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
-        })
-    })?;
+            Ok::<_, Error>(Batch { items, done: page.done })
+        }
+    })
+    .await?;
     Ok(axum::Json(ListTablesResponse {
-        identifiers: names
-            .into_iter()
-            .map(|name| TableIdentifier {
-                namespace: ns.clone(),
-                name,
-            })
-            .collect(),
+        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
         next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
     }))
 }
 
 pub async fn create(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     Json(req): Json<CreateTableRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
-    let (mount, ident) = resolve(&state, &raw, req.name.clone())?;
+    let ns = parse_namespace(&raw)?;
+    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0)?, &ns, Privilege::Write)?;
+    let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     let metadata = tables::build_new(
         mount,
@@ -103,14 +115,10 @@ pub async fn create(
     )?;
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
-        let metadata_json =
-            serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-        return Ok(TableResult {
-            metadata_location: None,
-            metadata_json: &metadata_json,
-            config: Some(&[]),
-        }
-        .into_response());
+        let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+        return Ok(
+            TableResult { metadata_location: None, metadata_json: &metadata_json, config: Some(&[]) }.into_response()
+        );
     }
     let committed = tables::create(mount, &ident, &metadata).await?;
     Ok(TableResult {
@@ -123,9 +131,10 @@ pub async fn create(
 
 pub async fn load(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, &raw, name)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
     let pointer = tables::load(mount, &ident).await?;
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
@@ -137,27 +146,25 @@ pub async fn load(
 
 pub async fn exists(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, &raw, name)?;
-    tables::load(mount, &ident)
-        .await
-        .map(|_| StatusCode::NO_CONTENT)
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    tables::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn commit(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitTableRequest>,
 ) -> Result<Response, Error> {
     if let Some(id) = &req.identifier {
         if id.name != name || id.namespace != parse_namespace(&raw)? {
-            return Err(Error::BadRequest(
-                "the identifier in the body does not match the path".into(),
-            ));
+            return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
         }
     }
-    let (mount, ident) = resolve(&state, &raw, name)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -169,20 +176,26 @@ pub async fn commit(
 
 pub async fn drop(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, &raw, name)?;
+    let resource = Resource::table(&parse_namespace(&raw)?, &name);
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
     tables::drop_table(mount, &ident, q.purge()).await?;
+    state.authz.revoke_within(&resource)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn register(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     Json(req): Json<RegisterTableRequest>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, &raw, req.name)?;
+    let ns = parse_namespace(&raw)?;
+    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0)?, &ns, Privilege::Write)?;
+    let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -194,20 +207,20 @@ pub async fn register(
 
 pub async fn rename(
     AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    for part in req
-        .source
-        .namespace
-        .iter()
-        .chain(&req.destination.namespace)
-    {
+    for part in req.source.namespace.iter().chain(&req.destination.namespace) {
         if part.is_empty() {
-            return Err(Error::BadRequest(
-                "namespace levels must not be empty".into(),
-            ));
+            return Err(Error::BadRequest("namespace levels must not be empty".into()));
         }
     }
+    let access = state.authz.access(caller.0)?;
+    let from = Resource::table(&req.source.namespace, &req.source.name);
+    let to = Resource::table(&req.destination.namespace, &req.destination.name);
+    access.require(&from, Privilege::Write, no_such_table(&req.source.namespace, &req.source.name))?;
+    let destination_ns = Resource::Namespace(req.destination.namespace.clone());
+    access.require(&destination_ns, Privilege::Write, no_such_namespace(&req.destination.namespace))?;
     let (from_mount, from_local) = state.mounts.route(&req.source.namespace)?;
     let (to_mount, to_local) = state.mounts.route(&req.destination.namespace)?;
     if !std::ptr::eq(from_mount, to_mount) {
@@ -217,27 +230,22 @@ pub async fn rename(
             to_mount.backend.label()
         )));
     }
-    let source = Ident {
-        namespace: from_local.to_vec(),
-        name: req.source.name,
-    };
-    let destination = Ident {
-        namespace: to_local.to_vec(),
-        name: req.destination.name,
-    };
+    let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
+    let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
     tables::rename(from_mount, &source, &destination).await?;
+    state.authz.move_grants(&from, &to)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// reportMetrics: accepted and logged.
 pub async fn report_metrics(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
-) -> StatusCode {
-    let kind = report
-        .get("report-type")
-        .and_then(|v| v.as_str())
-        .unwrap_or("unknown");
+) -> Result<StatusCode, Error> {
+    resolve(&state, caller, &raw, name.clone(), Privilege::Read)?;
+    let kind = report.get("report-type").and_then(|v| v.as_str()).unwrap_or("unknown");
     tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, "metrics report");
-    StatusCode::NO_CONTENT
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -9,10 +9,23 @@ use crate::storage::warehouse::Warehouse;
 
 /// A backend with the warehouse it governs.
 pub struct Mount {
+    /// The namespace levels the mount claims (empty for the root catalog); stripped
+    /// on the way down, restored on the way up.
+    pub prefix: Vec<String>,
     /// The cursor space of this mount's listings (part of every page token).
     pub space: String,
     pub backend: Backend,
     pub warehouse: Warehouse,
+}
+
+impl Mount {
+    /// A namespace of this backend as clients see it.
+    pub fn restore(&self, mut local: Vec<String>) -> Vec<String> {
+        if !self.prefix.is_empty() {
+            local.splice(0..0, self.prefix.iter().cloned());
+        }
+        local
+    }
 }
 
 /// Every mount of the server.

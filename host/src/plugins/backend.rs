@@ -3,8 +3,7 @@
 //! a [`BackendError`] that names the mount.
 
 use super::bindings::{
-    CapabilitySet, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate,
-    TableCommit, WitError,
+    CapabilitySet, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate, TableCommit, WitError,
 };
 use super::pool::InstancePool;
 use super::{BackendError, BackendErrorKind};
@@ -25,11 +24,7 @@ fn from_wit(label: &str, e: WitError) -> BackendError {
         WitError::BadRequest(m) => (BackendErrorKind::BadRequest, m),
         WitError::Internal(m) => (BackendErrorKind::Internal, m),
     };
-    BackendError {
-        label: label.to_string(),
-        kind,
-        message,
-    }
+    BackendError { label: label.to_string(), kind, message }
 }
 
 /// Generates one method per export: moves the (owned) arguments into the call,
@@ -56,12 +51,7 @@ impl Backend {
     pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
         let capabilities = pool
             .call(|store, bindings| {
-                Box::pin(async move {
-                    bindings
-                        .rustberg_catalog_backend()
-                        .call_capabilities(store)
-                        .await
-                })
+                Box::pin(async move { bindings.rustberg_catalog_backend().call_capabilities(store).await })
             })
             .await?;
         Ok(Self { pool, capabilities })

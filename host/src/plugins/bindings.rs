@@ -10,6 +10,6 @@ wasmtime::component::bindgen!({
 
 pub use exports::rustberg::catalog::backend::Guest as BackendExports;
 pub use rustberg::catalog::types::{
-    CapabilitySet, Error as WitError, Ident, NamePage, NamespacePage, PageRequest, Pointer,
-    PropertiesUpdate, TableCommit,
+    CapabilitySet, Error as WitError, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate,
+    TableCommit,
 };

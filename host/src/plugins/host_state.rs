@@ -26,12 +26,8 @@ pub struct Grants {
 impl Grants {
     /// The WIT interfaces (without version) this mount lets a component import.
     pub fn importable(&self) -> Vec<&'static str> {
-        let mut names = vec![
-            "rustberg:catalog/types",
-            "rustberg:catalog/log",
-            "rustberg:catalog/clock",
-            "rustberg:catalog/config",
-        ];
+        let mut names =
+            vec!["rustberg:catalog/types", "rustberg:catalog/log", "rustberg:catalog/clock", "rustberg:catalog/config"];
         if self.kv.is_some() {
             names.push("rustberg:catalog/kv");
         }
@@ -64,10 +60,7 @@ impl HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -80,28 +73,19 @@ fn kv_error(e: KvError) -> WitError {
 
 impl HostState {
     fn space(&self) -> Result<&KvSpace, WitError> {
-        self.grants
-            .kv
-            .as_ref()
-            .ok_or_else(|| WitError::Unsupported("this mount grants no key space".into()))
+        self.grants.kv.as_ref().ok_or_else(|| WitError::Unsupported("this mount grants no key space".into()))
     }
 }
 
 fn entry(e: store::Entry) -> kv::Entry {
-    kv::Entry {
-        key: e.key,
-        value: e.value,
-        version: e.version,
-    }
+    kv::Entry { key: e.key, value: e.value, version: e.version }
 }
 
 impl types::Host for HostState {}
 
 impl kv::Host for HostState {
     async fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<kv::Entry>, WitError>> {
-        Ok(self
-            .space()
-            .and_then(|s| s.get(&key).map(|e| e.map(entry)).map_err(kv_error)))
+        Ok(self.space().and_then(|s| s.get(&key).map(|e| e.map(entry)).map_err(kv_error)))
     }
 
     async fn scan(
@@ -131,16 +115,9 @@ impl kv::Host for HostState {
                 kv::Check::PrefixEmpty(p) => store::Check::PrefixEmpty(p),
             })
             .collect();
-        let writes: Vec<store::Write> = writes
-            .into_iter()
-            .map(|w| store::Write {
-                key: w.key,
-                value: w.value,
-            })
-            .collect();
-        Ok(self
-            .space()
-            .and_then(|s| s.commit(&checks, &writes).map_err(kv_error)))
+        let writes: Vec<store::Write> =
+            writes.into_iter().map(|w| store::Write { key: w.key, value: w.value }).collect();
+        Ok(self.space().and_then(|s| s.commit(&checks, &writes).map_err(kv_error)))
     }
 }
 
@@ -160,34 +137,20 @@ impl log::Host for HostState {
 
 impl clock::Host for HostState {
     async fn now_millis(&mut self) -> wasmtime::Result<u64> {
-        Ok(SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0))
+        Ok(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0))
     }
 }
 
 impl config::Host for HostState {
     async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self
-            .grants
-            .config
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v.clone()))
+        Ok(self.grants.config.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()))
     }
 }
 
 impl http::Host for HostState {
-    async fn send(
-        &mut self,
-        _req: http::Request,
-    ) -> wasmtime::Result<Result<http::Response, WitError>> {
+    async fn send(&mut self, _req: http::Request) -> wasmtime::Result<Result<http::Response, WitError>> {
         // No mount grants outbound HTTP yet (the rest backend will); a component
         // importing it is refused at start-up, so this is only a safety net.
-        Ok(Err(WitError::Unsupported(format!(
-            "{} grants no outbound HTTP",
-            self.grants.label
-        ))))
+        Ok(Err(WitError::Unsupported(format!("{} grants no outbound HTTP", self.grants.label))))
     }
 }

@@ -55,34 +55,20 @@ impl Runtime {
             })
             .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))?;
 
-        Ok(Self {
-            engine,
-            linker: Arc::new(linker),
-            cache_dir,
-            limits,
-        })
+        Ok(Self { engine, linker: Arc::new(linker), cache_dir, limits })
     }
 
     /// Compiles (or loads from the cache) a component, checks its imports against
     /// what the mount grants, and prepares a warm pool for it.
-    pub async fn load(
-        &self,
-        wasm: Arc<[u8]>,
-        grants: Grants,
-    ) -> Result<InstancePool, BackendError> {
+    pub async fn load(&self, wasm: Arc<[u8]>, grants: Grants) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
-        let fail = |message: String| BackendError {
-            label: label.clone(),
-            kind: BackendErrorKind::Internal,
-            message,
-        };
+        let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
         let engine = self.engine.clone();
         let cache_dir = self.cache_dir.clone();
-        let component =
-            tokio::task::spawn_blocking(move || compile_cached(&engine, &wasm, &cache_dir))
-                .await
-                .map_err(|e| fail(format!("compiling the component: {e}")))?
-                .map_err(|e| fail(format!("compiling the component: {e:#}")))?;
+        let component = tokio::task::spawn_blocking(move || compile_cached(&engine, &wasm, &cache_dir))
+            .await
+            .map_err(|e| fail(format!("compiling the component: {e}")))?
+            .map_err(|e| fail(format!("compiling the component: {e:#}")))?;
 
         let allowed = grants.importable();
         for (name, _) in component.component_type().imports(&self.engine) {
@@ -95,17 +81,9 @@ impl Runtime {
             }
         }
 
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| fail(format!("linking the component: {e:#}")))?;
-        let pre = CatalogHostPre::new(pre)
-            .map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
-        Ok(InstancePool::new(
-            pre,
-            Arc::new(grants),
-            self.limits.clone(),
-        ))
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
+        let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
+        Ok(InstancePool::new(pre, Arc::new(grants), self.limits.clone()))
     }
 }
 
@@ -114,16 +92,11 @@ impl Runtime {
 /// only files this host wrote are ever deserialized.
 fn compile_cached(engine: &Engine, wasm: &[u8], cache_dir: &Path) -> wasmtime::Result<Component> {
     let mut engine_hash = DefaultHasher::new();
-    engine
-        .precompile_compatibility_hash()
-        .hash(&mut engine_hash);
+    engine.precompile_compatibility_hash().hash(&mut engine_hash);
     let digest = Sha256::digest(wasm);
     let file = cache_dir.join(format!(
         "{}-{:016x}.cwasm",
-        base64::Engine::encode(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-            &digest[..16]
-        ),
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &digest[..16]),
         engine_hash.finish()
     ));
     if file.exists() {

@@ -61,8 +61,7 @@ impl RedbStore {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(store_err)?;
         }
-        let db = Database::create(path)
-            .map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
+        let db = Database::create(path).map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
         let txn = db.begin_write().map_err(store_err)?;
         txn.open_table(COUNTER).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
@@ -71,10 +70,7 @@ impl RedbStore {
 
     /// The key space `name`, created if missing.
     pub fn space(&self, name: &str) -> Result<KvSpace, KvError> {
-        let space = KvSpace {
-            db: self.db.clone(),
-            table: format!("kv:{name}"),
-        };
+        let space = KvSpace { db: self.db.clone(), table: format!("kv:{name}") };
         let txn = self.db.begin_write().map_err(store_err)?;
         txn.open_table(space.def()).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
@@ -91,10 +87,7 @@ pub struct KvSpace {
 
 fn split(stored: &[u8]) -> (u64, &[u8]) {
     let (version, value) = stored.split_at(VERSION_LEN);
-    (
-        u64::from_le_bytes(version.try_into().expect("eight bytes")),
-        value,
-    )
+    (u64::from_le_bytes(version.try_into().expect("eight bytes")), value)
 }
 
 fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -119,21 +112,12 @@ impl KvSpace {
         let table = txn.open_table(self.def()).map_err(store_err)?;
         Ok(table.get(key).map_err(store_err)?.map(|v| {
             let (version, value) = split(v.value());
-            Entry {
-                key: key.to_vec(),
-                value: value.to_vec(),
-                version,
-            }
+            Entry { key: key.to_vec(), value: value.to_vec(), version }
         }))
     }
 
     /// Reads up to `limit` keys in [start, end).
-    pub fn scan(
-        &self,
-        start: &[u8],
-        end: Option<&[u8]>,
-        limit: usize,
-    ) -> Result<Vec<Entry>, KvError> {
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
         let txn = self.db.begin_read().map_err(store_err)?;
         let table = txn.open_table(self.def()).map_err(store_err)?;
         let range = match end {
@@ -147,11 +131,7 @@ impl KvSpace {
             .map(|row| {
                 let (k, v) = row.map_err(store_err)?;
                 let (version, value) = split(v.value());
-                Ok(Entry {
-                    key: k.value().to_vec(),
-                    value: value.to_vec(),
-                    version,
-                })
+                Ok(Entry { key: k.value().to_vec(), value: value.to_vec(), version })
             })
             .collect()
     }
@@ -165,10 +145,9 @@ impl KvSpace {
                 let holds = match check {
                     Check::Absent(key) => table.get(key.as_slice()).map_err(store_err)?.is_none(),
                     Check::Present(key) => table.get(key.as_slice()).map_err(store_err)?.is_some(),
-                    Check::AtVersion(key, want) => table
-                        .get(key.as_slice())
-                        .map_err(store_err)?
-                        .is_some_and(|v| split(v.value()).0 == *want),
+                    Check::AtVersion(key, want) => {
+                        table.get(key.as_slice()).map_err(store_err)?.is_some_and(|v| split(v.value()).0 == *want)
+                    }
                     Check::PrefixEmpty(prefix) => {
                         let end = prefix_end(prefix);
                         let mut range = match &end {
@@ -184,12 +163,7 @@ impl KvSpace {
                 }
             }
             let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
-            let version = counter
-                .get("version")
-                .map_err(store_err)?
-                .map(|v| v.value())
-                .unwrap_or(0)
-                + 1;
+            let version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0) + 1;
             counter.insert("version", version).map_err(store_err)?;
             let mut stored = Vec::new();
             for write in writes {
@@ -198,9 +172,7 @@ impl KvSpace {
                         stored.clear();
                         stored.extend_from_slice(&version.to_le_bytes());
                         stored.extend_from_slice(value);
-                        table
-                            .insert(write.key.as_slice(), stored.as_slice())
-                            .map_err(store_err)?;
+                        table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
                     }
                     None => {
                         table.remove(write.key.as_slice()).map_err(store_err)?;
@@ -223,36 +195,22 @@ mod tests {
     }
 
     fn put(key: &[u8], value: &[u8]) -> Write {
-        Write {
-            key: key.to_vec(),
-            value: Some(value.to_vec()),
-        }
+        Write { key: key.to_vec(), value: Some(value.to_vec()) }
     }
 
     #[test]
     fn commit_applies_all_or_nothing() {
         let (_dir, a, _) = space();
-        a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"1")])
-            .unwrap();
+        a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"1")]).unwrap();
         let v1 = a.get(b"k").unwrap().unwrap();
         // A failing check leaves every write unapplied.
-        let err = a.commit(
-            &[Check::Absent(b"k".to_vec())],
-            &[put(b"k", b"2"), put(b"x", b"2")],
-        );
+        let err = a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"2"), put(b"x", b"2")]);
         assert!(matches!(err, Err(KvError::Conflict)));
         assert_eq!(a.get(b"k").unwrap().unwrap().value, b"1");
         assert!(a.get(b"x").unwrap().is_none());
         // Version checks are compare-and-swap.
-        a.commit(
-            &[Check::AtVersion(b"k".to_vec(), v1.version)],
-            &[put(b"k", b"3")],
-        )
-        .unwrap();
-        let stale = a.commit(
-            &[Check::AtVersion(b"k".to_vec(), v1.version)],
-            &[put(b"k", b"4")],
-        );
+        a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"3")]).unwrap();
+        let stale = a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"4")]);
         assert!(matches!(stale, Err(KvError::Conflict)));
         assert_eq!(a.get(b"k").unwrap().unwrap().value, b"3");
     }
@@ -262,14 +220,7 @@ mod tests {
         let (_dir, a, _) = space();
         a.commit(&[], &[put(b"k", b"1")]).unwrap();
         let first = a.get(b"k").unwrap().unwrap().version;
-        a.commit(
-            &[],
-            &[Write {
-                key: b"k".to_vec(),
-                value: None,
-            }],
-        )
-        .unwrap();
+        a.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
         a.commit(&[], &[put(b"k", b"1")]).unwrap();
         assert_ne!(a.get(b"k").unwrap().unwrap().version, first);
     }
@@ -277,21 +228,12 @@ mod tests {
     #[test]
     fn scans_and_prefix_checks_stay_in_their_space() {
         let (_dir, a, b) = space();
-        a.commit(&[], &[put(b"p1", b""), put(b"p2", b""), put(b"q", b"")])
-            .unwrap();
+        a.commit(&[], &[put(b"p1", b""), put(b"p2", b""), put(b"q", b"")]).unwrap();
         b.commit(&[], &[put(b"p0", b"")]).unwrap();
-        let keys: Vec<_> = a
-            .scan(b"p", Some(b"q"), 10)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.key)
-            .collect();
+        let keys: Vec<_> = a.scan(b"p", Some(b"q"), 10).unwrap().into_iter().map(|e| e.key).collect();
         assert_eq!(keys, vec![b"p1".to_vec(), b"p2".to_vec()]);
         assert_eq!(a.scan(b"p", None, 1).unwrap().len(), 1);
         assert!(b.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]).is_ok());
-        assert!(matches!(
-            a.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]),
-            Err(KvError::Conflict)
-        ));
+        assert!(matches!(a.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]), Err(KvError::Conflict)));
     }
 }

@@ -16,10 +16,7 @@ pub struct Warehouse {
 
 impl Warehouse {
     pub fn new(root: String) -> Self {
-        Self {
-            root: root.trim_end_matches('/').to_string(),
-            io: FileIO::new_with_fs(),
-        }
+        Self { root: root.trim_end_matches('/').to_string(), io: FileIO::new_with_fs() }
     }
 
     pub fn root(&self) -> &str {
@@ -33,9 +30,7 @@ impl Warehouse {
     /// Whether `location` lies inside this warehouse.
     pub fn contains(&self, location: &str) -> bool {
         let location = location.trim_end_matches('/');
-        location
-            .strip_prefix(&self.root)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        location.strip_prefix(&self.root).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
             && !location.split('/').any(|part| part == "..")
     }
 
@@ -58,9 +53,7 @@ impl Warehouse {
     pub async fn read_table_metadata(&self, location: &str) -> Result<TableMetadata, Error> {
         TableMetadata::read_from(&self.io, location)
             .await
-            .map_err(|e| {
-                Error::BadRequest(format!("cannot read table metadata at {location}: {e}"))
-            })
+            .map_err(|e| Error::BadRequest(format!("cannot read table metadata at {location}: {e}")))
     }
 
     /// Deletes one file; failures are logged, not returned (used to clean up after a lost commit).
@@ -76,10 +69,7 @@ impl Warehouse {
             tracing::warn!(location, "not purging a location outside the warehouse");
             return Ok(());
         }
-        self.io
-            .delete_prefix(location)
-            .await
-            .map_err(|e| Error::Internal(format!("purging {location}: {e}")))
+        self.io.delete_prefix(location).await.map_err(|e| Error::Internal(format!("purging {location}: {e}")))
     }
 }
 
@@ -87,13 +77,7 @@ impl Warehouse {
 fn encode_path_part(part: &str) -> String {
     let safe = part
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
         .collect::<String>()
         .replace("..", "__");
     if safe == "." {

@@ -7,9 +7,7 @@ mod staged;
 use std::collections::HashMap;
 use std::str::FromStr;
 
-use iceberg::spec::{
-    FormatVersion, Schema, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
-};
+use iceberg::spec::{FormatVersion, Schema, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec};
 use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 
 use crate::error::Error;
@@ -49,12 +47,7 @@ fn no_such_table(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
 }
 
 fn no_such_namespace(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
-    move |_| {
-        Error::NoSuchNamespace(format!(
-            "namespace {} does not exist",
-            ident.namespace.join(".")
-        ))
-    }
+    move |_| Error::NoSuchNamespace(format!("namespace {} does not exist", ident.namespace.join(".")))
 }
 
 fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVersion, Error> {
@@ -62,18 +55,12 @@ fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVers
         None | Some("2") => Ok(FormatVersion::V2),
         Some("1") => Ok(FormatVersion::V1),
         Some("3") => Ok(FormatVersion::V3),
-        Some(other) => Err(Error::BadRequest(format!(
-            "unsupported format-version {other:?}"
-        ))),
+        Some(other) => Err(Error::BadRequest(format!("unsupported format-version {other:?}"))),
     }
 }
 
 /// Checks a client-supplied location against the mount's warehouse, or picks one.
-fn table_location(
-    mount: &Mount,
-    ident: &Ident,
-    requested: Option<String>,
-) -> Result<String, Error> {
+fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Result<String, Error> {
     match requested {
         Some(location) if !mount.warehouse.contains(&location) => Err(Error::BadRequest(format!(
             "location {location} is outside the warehouse {} of {}",
@@ -81,9 +68,7 @@ fn table_location(
             mount.backend.label()
         ))),
         Some(location) => Ok(location.trim_end_matches('/').to_string()),
-        None => Ok(mount
-            .warehouse
-            .default_location(&ident.namespace, &ident.name)),
+        None => Ok(mount.warehouse.default_location(&ident.namespace, &ident.name)),
     }
 }
 
@@ -99,9 +84,7 @@ pub fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<TableMet
         sort_order: new.write_order,
         properties,
     };
-    Ok(TableMetadataBuilder::from_table_creation(creation)?
-        .build()?
-        .metadata)
+    Ok(TableMetadataBuilder::from_table_creation(creation)?.build()?.metadata)
 }
 
 /// Writes a metadata file and returns its location and JSON.
@@ -114,21 +97,13 @@ async fn write_metadata(
         .write_to(mount.warehouse.io(), &location)
         .await
         .map_err(|e| Error::Internal(format!("writing table metadata to {location}: {e}")))?;
-    let metadata_json =
-        serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    Ok(Committed {
-        metadata_location: location.to_string(),
-        metadata_json,
-    })
+    let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(Committed { metadata_location: location.to_string(), metadata_json })
 }
 
 /// Writes the first metadata file of `metadata` and records the table. If the
 /// backend refuses, the file is removed again: nothing is left half-written.
-pub async fn create(
-    mount: &Mount,
-    ident: &Ident,
-    metadata: &TableMetadata,
-) -> Result<Committed, Error> {
+pub async fn create(mount: &Mount, ident: &Ident, metadata: &TableMetadata) -> Result<Committed, Error> {
     let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
     let committed = write_metadata(mount, location, metadata).await?;
     let pointer = Pointer {
@@ -137,10 +112,7 @@ pub async fn create(
         config: vec![],
     };
     if let Err(e) = mount.backend.create_table(ident.clone(), pointer).await {
-        mount
-            .warehouse
-            .delete_quietly(&committed.metadata_location)
-            .await;
+        mount.warehouse.delete_quietly(&committed.metadata_location).await;
         return Err(Error::from_backend(e, no_such_namespace(ident)));
     }
     Ok(committed)
@@ -148,11 +120,7 @@ pub async fn create(
 
 /// Loads a table's pointer.
 pub async fn load(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
-    mount
-        .backend
-        .load_table(ident.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(ident)))
+    mount.backend.load_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(ident)))
 }
 
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
@@ -162,12 +130,8 @@ async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetad
             .await
             .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
     }
-    serde_json::from_str(&pointer.metadata_json).map_err(|e| {
-        Error::Internal(format!(
-            "the stored metadata of {} is invalid: {e}",
-            pointer.metadata_location
-        ))
-    })
+    serde_json::from_str(&pointer.metadata_json)
+        .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
 }
 
 /// Applies a commit: checks every requirement against the current metadata,
@@ -179,10 +143,7 @@ pub async fn commit(
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
 ) -> Result<Committed, Error> {
-    if requirements
-        .iter()
-        .any(|r| matches!(r, TableRequirement::NotExist))
-    {
+    if requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
         return staged::create_from_updates(mount, ident, requirements, updates).await;
     }
     for _ in 0..COMMIT_ATTEMPTS {
@@ -190,18 +151,11 @@ pub async fn commit(
         let current = current_metadata(mount, &pointer).await?;
         for requirement in requirements {
             requirement.check(Some(&current)).map_err(|e| {
-                Error::CommitFailed(format!(
-                    "requirement failed for {}: {}",
-                    dotted(ident),
-                    e.message()
-                ))
+                Error::CommitFailed(format!("requirement failed for {}: {}", dotted(ident), e.message()))
             })?;
         }
         let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
-        let mut builder = TableMetadataBuilder::new_from_metadata(
-            current,
-            Some(pointer.metadata_location.clone()),
-        );
+        let mut builder = TableMetadataBuilder::new_from_metadata(current, Some(pointer.metadata_location.clone()));
         for update in updates {
             builder = update.clone().apply(builder)?;
         }
@@ -216,27 +170,17 @@ pub async fn commit(
             metadata_json: committed.metadata_json.clone(),
             config: pointer.config,
         };
-        match mount
-            .backend
-            .commit_table(ident.clone(), pointer.metadata_location, new)
-            .await
-        {
+        match mount.backend.commit_table(ident.clone(), pointer.metadata_location, new).await {
             Ok(()) => return Ok(committed),
             Err(e) => {
-                mount
-                    .warehouse
-                    .delete_quietly(&committed.metadata_location)
-                    .await;
+                mount.warehouse.delete_quietly(&committed.metadata_location).await;
                 if e.kind != BackendErrorKind::Conflict {
                     return Err(Error::from_backend(e, no_such_table(ident)));
                 }
             }
         }
     }
-    Err(Error::CommitFailed(format!(
-        "table {} kept changing under concurrent commits; retry",
-        dotted(ident)
-    )))
+    Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(ident))))
 }
 
 /// Records an existing metadata file as a table (registerTable).
@@ -253,26 +197,14 @@ pub async fn register(
             mount.backend.label()
         )));
     }
-    let metadata = mount
-        .warehouse
-        .read_table_metadata(metadata_location)
-        .await?;
-    let metadata_json =
-        serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    let pointer = Pointer {
-        metadata_location: metadata_location.to_string(),
-        metadata_json,
-        config: vec![],
-    };
+    let metadata = mount.warehouse.read_table_metadata(metadata_location).await?;
+    let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let pointer = Pointer { metadata_location: metadata_location.to_string(), metadata_json, config: vec![] };
     let committed = Committed {
         metadata_location: pointer.metadata_location.clone(),
         metadata_json: pointer.metadata_json.clone(),
     };
-    match mount
-        .backend
-        .create_table(ident.clone(), pointer.clone())
-        .await
-    {
+    match mount.backend.create_table(ident.clone(), pointer.clone()).await {
         Ok(()) => Ok(committed),
         Err(e) if e.kind == BackendErrorKind::AlreadyExists && overwrite => {
             let current = load(mount, ident).await?;
@@ -289,11 +221,8 @@ pub async fn register(
 
 /// Forgets a table; with `purge`, also deletes its files.
 pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
-    let pointer = mount
-        .backend
-        .drop_table(ident.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
+    let pointer =
+        mount.backend.drop_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
     if purge {
         match current_metadata(mount, &pointer).await {
             Ok(metadata) => mount.warehouse.purge(metadata.location()).await?,

@@ -17,9 +17,7 @@ pub async fn create_from_updates(
     updates: &[TableUpdate],
 ) -> Result<Committed, Error> {
     if requirements.len() != 1 {
-        return Err(Error::BadRequest(
-            "assert-create must be the only requirement".into(),
-        ));
+        return Err(Error::BadRequest("assert-create must be the only requirement".into()));
     }
     let mut schema = None;
     let mut spec = None;
@@ -35,9 +33,7 @@ pub async fn create_from_updates(
         match update {
             TableUpdate::AddSchema { schema: s } if schema.is_none() => schema = Some(s.clone()),
             TableUpdate::AddSpec { spec: s } if spec.is_none() => spec = Some(s.clone()),
-            TableUpdate::AddSortOrder { sort_order } if order.is_none() => {
-                order = Some(sort_order.clone())
-            }
+            TableUpdate::AddSortOrder { sort_order } if order.is_none() => order = Some(sort_order.clone()),
             TableUpdate::SetLocation { location: l } => location = Some(l.clone()),
             TableUpdate::SetProperties { updates } => properties.extend(updates.clone()),
             TableUpdate::UpgradeFormatVersion { format_version } => version = Some(*format_version),
@@ -48,8 +44,7 @@ pub async fn create_from_updates(
             other => rest.push(other.clone()),
         }
     }
-    let schema = schema
-        .ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
+    let schema = schema.ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
     let mut creation = TableCreation {
         name: ident.name.clone(),
         location: Some(table_location(mount, ident, location)?),

@@ -40,9 +40,7 @@ impl Reader<'_> {
 
     fn pairs(&mut self) -> Result<Properties, Error> {
         let n = self.u32()?;
-        (0..n)
-            .map(|_| Ok((self.string()?, self.string()?)))
-            .collect()
+        (0..n).map(|_| Ok((self.string()?, self.string()?))).collect()
     }
 }
 
@@ -74,9 +72,5 @@ pub fn encode_pointer(p: &Pointer) -> Vec<u8> {
 /// Decodes a table or view pointer.
 pub fn decode_pointer(bytes: &[u8]) -> Result<Pointer, Error> {
     let mut r = Reader(bytes);
-    Ok(Pointer {
-        metadata_location: r.string()?,
-        metadata_json: r.string()?,
-        config: r.pairs()?,
-    })
+    Ok(Pointer { metadata_location: r.string()?, metadata_json: r.string()?, config: r.pairs()? })
 }

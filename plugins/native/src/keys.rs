@@ -25,19 +25,14 @@ pub fn check_name(name: &str) -> Result<(), Error> {
         return Err(Error::BadRequest("names must not be empty".into()));
     }
     if name.as_bytes().contains(&0) {
-        return Err(Error::BadRequest(format!(
-            "name {name:?} contains a NUL byte"
-        )));
+        return Err(Error::BadRequest(format!("name {name:?} contains a NUL byte")));
     }
     Ok(())
 }
 
 fn depth_byte(depth: usize) -> Result<u8, Error> {
-    u8::try_from(depth).map_err(|_| {
-        Error::BadRequest(format!(
-            "namespaces may be at most 255 levels deep, not {depth}"
-        ))
-    })
+    u8::try_from(depth)
+        .map_err(|_| Error::BadRequest(format!("namespaces may be at most 255 levels deep, not {depth}")))
 }
 
 /// `kind depth p1 0 p2 0 … pn`, the shared head of every key.
@@ -56,9 +51,7 @@ fn head(kind: u8, depth: usize, parts: &[String]) -> Result<Vec<u8>, Error> {
 /// The key of a namespace.
 pub fn namespace(ns: &[String]) -> Result<Vec<u8>, Error> {
     if ns.is_empty() {
-        return Err(Error::BadRequest(
-            "the namespace must have at least one level".into(),
-        ));
+        return Err(Error::BadRequest("the namespace must have at least one level".into()));
     }
     head(NAMESPACE, ns.len(), ns)
 }
@@ -75,9 +68,7 @@ pub fn child_namespaces(parent: &[String]) -> Result<Vec<u8>, Error> {
 /// The prefix shared by the keys of the tables (or views, by `kind`) in `ns`.
 pub fn members(kind: u8, ns: &[String]) -> Result<Vec<u8>, Error> {
     if ns.is_empty() {
-        return Err(Error::BadRequest(
-            "tables and views live inside a namespace".into(),
-        ));
+        return Err(Error::BadRequest("tables and views live inside a namespace".into()));
     }
     let mut key = head(kind, ns.len(), ns)?;
     key.push(0);

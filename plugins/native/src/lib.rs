@@ -17,8 +17,8 @@ wit_bindgen::generate!({
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::kv::{self, Check, Entry, Write};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest,
-    Pointer, Properties, PropertiesUpdate, TableCommit,
+    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
+    PropertiesUpdate, TableCommit,
 };
 
 /// How often an optimistic read-modify-write is retried when a concurrent writer
@@ -87,10 +87,7 @@ fn require_namespace(ns: &[String]) -> Result<(), Error> {
     if exists(&keys::namespace(ns)?)? {
         Ok(())
     } else {
-        Err(Error::NotFound(format!(
-            "namespace {} does not exist",
-            dotted(ns)
-        )))
+        Err(Error::NotFound(format!("namespace {} does not exist", dotted(ns))))
     }
 }
 
@@ -106,11 +103,7 @@ fn scan_names(prefix: &[u8], page: &PageRequest) -> Result<(Vec<String>, bool), 
     };
     let limit = page.limit.max(1);
     // One extra row tells whether anything follows the page.
-    let rows = kv::scan(
-        &start,
-        Some(&keys::prefix_end(prefix)),
-        limit.saturating_add(1),
-    )?;
+    let rows = kv::scan(&start, Some(&keys::prefix_end(prefix)), limit.saturating_add(1))?;
     let done = rows.len() <= limit as usize;
     let names = rows
         .into_iter()
@@ -130,25 +123,14 @@ fn load_pointer(kind: u8, id: &Ident) -> Result<(Entry, Pointer), Error> {
             let pointer = codec::decode_pointer(&entry.value)?;
             Ok((entry, pointer))
         }
-        None => Err(Error::NotFound(format!(
-            "{} {}.{} does not exist",
-            what(kind),
-            dotted(&id.namespace),
-            id.name
-        ))),
+        None => Err(Error::NotFound(format!("{} {}.{} does not exist", what(kind), dotted(&id.namespace), id.name))),
     }
 }
 
 fn list_members(kind: u8, ns: &[String], page: &PageRequest) -> Result<NamePage, Error> {
     require_namespace(ns)?;
     let (names, done) = scan_names(&keys::members(kind, ns)?, page)?;
-    let items = names
-        .into_iter()
-        .map(|name| NameEntry {
-            cursor: name.clone(),
-            name,
-        })
-        .collect();
+    let items = names.into_iter().map(|name| NameEntry { cursor: name.clone(), name }).collect();
     Ok(NamePage { items, done })
 }
 
@@ -160,15 +142,9 @@ fn explain_create_conflict(kind: u8, id: &Ident) -> Error {
         keys::member(kind, &id.namespace, &id.name).and_then(|k| exists(&k)),
         keys::member(other(kind), &id.namespace, &id.name).and_then(|k| exists(&k)),
     ) {
-        (Ok(false), _, _) => Error::NotFound(format!(
-            "namespace {} does not exist",
-            dotted(&id.namespace)
-        )),
+        (Ok(false), _, _) => Error::NotFound(format!("namespace {} does not exist", dotted(&id.namespace))),
         (_, Ok(true), _) => Error::AlreadyExists(format!("{} {name} already exists", what(kind))),
-        (_, _, Ok(true)) => Error::AlreadyExists(format!(
-            "a {} named {name} already exists",
-            what(other(kind))
-        )),
+        (_, _, Ok(true)) => Error::AlreadyExists(format!("a {} named {name} already exists", what(other(kind)))),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => e,
         _ => Error::Conflict(format!("{} {name} changed concurrently", what(kind))),
     }
@@ -178,15 +154,8 @@ fn create_member(kind: u8, id: Ident, state: Pointer) -> Result<(), Error> {
     let ns_key = keys::namespace(&id.namespace)?;
     let key = keys::member(kind, &id.namespace, &id.name)?;
     let twin = keys::member(other(kind), &id.namespace, &id.name)?;
-    let checks = [
-        Check::Present(ns_key),
-        Check::Absent(key.clone()),
-        Check::Absent(twin),
-    ];
-    let writes = [Write {
-        key,
-        value: Some(codec::encode_pointer(&state)),
-    }];
+    let checks = [Check::Present(ns_key), Check::Absent(key.clone()), Check::Absent(twin)];
+    let writes = [Write { key, value: Some(codec::encode_pointer(&state)) }];
     match kv::commit(&checks, &writes) {
         Err(Error::Conflict(_)) => Err(explain_create_conflict(kind, &id)),
         other => other,
@@ -205,10 +174,7 @@ fn commit_member(kind: u8, id: Ident, expected: String, new: Pointer) -> Result<
         )));
     }
     let checks = [Check::AtVersion((entry.key.clone(), entry.version))];
-    let writes = [Write {
-        key: entry.key,
-        value: Some(codec::encode_pointer(&new)),
-    }];
+    let writes = [Write { key: entry.key, value: Some(codec::encode_pointer(&new)) }];
     kv::commit(&checks, &writes).map_err(|e| match e {
         Error::Conflict(_) => Error::Conflict(format!(
             "{} {}.{} was changed by a concurrent commit",
@@ -224,31 +190,21 @@ fn drop_member(kind: u8, id: Ident) -> Result<Pointer, Error> {
     for _ in 0..RETRIES {
         let (entry, pointer) = load_pointer(kind, &id)?;
         let checks = [Check::AtVersion((entry.key.clone(), entry.version))];
-        let writes = [Write {
-            key: entry.key,
-            value: None,
-        }];
+        let writes = [Write { key: entry.key, value: None }];
         match kv::commit(&checks, &writes) {
             Ok(()) => return Ok(pointer),
             Err(Error::Conflict(_)) => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(Error::Conflict(format!(
-        "{} {} kept changing while being dropped",
-        what(kind),
-        id.name
-    )))
+    Err(Error::Conflict(format!("{} {} kept changing while being dropped", what(kind), id.name)))
 }
 
 fn rename_member(kind: u8, source: Ident, destination: Ident) -> Result<(), Error> {
     let (entry, pointer) = load_pointer(kind, &source)?;
     let dest_ns = keys::namespace(&destination.namespace)?;
     if !exists(&dest_ns)? {
-        return Err(Error::NotFound(format!(
-            "namespace {} does not exist",
-            dotted(&destination.namespace)
-        )));
+        return Err(Error::NotFound(format!("namespace {} does not exist", dotted(&destination.namespace))));
     }
     let dest = keys::member(kind, &destination.namespace, &destination.name)?;
     let twin = keys::member(other(kind), &destination.namespace, &destination.name)?;
@@ -261,23 +217,13 @@ fn rename_member(kind: u8, source: Ident, destination: Ident) -> Result<(), Erro
         Check::Absent(dest.clone()),
         Check::Absent(twin),
     ];
-    let writes = [
-        Write {
-            key: entry.key,
-            value: None,
-        },
-        Write {
-            key: dest,
-            value: Some(codec::encode_pointer(&pointer)),
-        },
-    ];
+    let writes =
+        [Write { key: entry.key, value: None }, Write { key: dest, value: Some(codec::encode_pointer(&pointer)) }];
     match kv::commit(&checks, &writes) {
         Err(Error::Conflict(_)) => match explain_create_conflict(kind, &destination) {
-            Error::Conflict(_) => Err(Error::Conflict(format!(
-                "{} {} changed while being renamed",
-                what(kind),
-                source.name
-            ))),
+            Error::Conflict(_) => {
+                Err(Error::Conflict(format!("{} {} changed while being renamed", what(kind), source.name)))
+            }
             e => Err(e),
         },
         other => other,
@@ -293,10 +239,7 @@ impl Guest for Native {
         }
     }
 
-    fn list_namespaces(
-        parent: Option<Vec<String>>,
-        page: PageRequest,
-    ) -> Result<NamespacePage, Error> {
+    fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {
         let parent = parent.unwrap_or_default();
         if !parent.is_empty() {
             require_namespace(&parent)?;
@@ -307,10 +250,7 @@ impl Guest for Native {
             .map(|name| {
                 let mut namespace = parent.clone();
                 namespace.push(name.clone());
-                NamespaceEntry {
-                    namespace,
-                    cursor: name,
-                }
+                NamespaceEntry { namespace, cursor: name }
             })
             .collect();
         Ok(NamespacePage { items, done })
@@ -319,10 +259,7 @@ impl Guest for Native {
     fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
         match get(&keys::namespace(&ns)?)? {
             Some(entry) => codec::decode_properties(&entry.value),
-            None => Err(Error::NotFound(format!(
-                "namespace {} does not exist",
-                dotted(&ns)
-            ))),
+            None => Err(Error::NotFound(format!("namespace {} does not exist", dotted(&ns)))),
         }
     }
 
@@ -333,64 +270,41 @@ impl Guest for Native {
         if !parent.is_empty() {
             checks.push(Check::Present(keys::namespace(parent)?));
         }
-        let writes = [Write {
-            key: key.clone(),
-            value: Some(codec::encode_properties(&props)),
-        }];
+        let writes = [Write { key: key.clone(), value: Some(codec::encode_properties(&props)) }];
         match kv::commit(&checks, &writes) {
             Ok(()) => Ok(props),
-            Err(Error::Conflict(_)) if exists(&key)? => Err(Error::AlreadyExists(format!(
-                "namespace {} already exists",
-                dotted(&ns)
-            ))),
-            Err(Error::Conflict(_)) => Err(Error::NotFound(format!(
-                "parent namespace {} does not exist",
-                dotted(parent)
-            ))),
+            Err(Error::Conflict(_)) if exists(&key)? => {
+                Err(Error::AlreadyExists(format!("namespace {} already exists", dotted(&ns))))
+            }
+            Err(Error::Conflict(_)) => {
+                Err(Error::NotFound(format!("parent namespace {} does not exist", dotted(parent))))
+            }
             Err(e) => Err(e),
         }
     }
 
     fn drop_namespace(ns: Vec<String>) -> Result<(), Error> {
         let key = keys::namespace(&ns)?;
-        let children = [
-            keys::child_namespaces(&ns)?,
-            keys::members(keys::TABLE, &ns)?,
-            keys::members(keys::VIEW, &ns)?,
-        ];
+        let children =
+            [keys::child_namespaces(&ns)?, keys::members(keys::TABLE, &ns)?, keys::members(keys::VIEW, &ns)?];
         for _ in 0..RETRIES {
             let Some(entry) = get(&key)? else {
-                return Err(Error::NotFound(format!(
-                    "namespace {} does not exist",
-                    dotted(&ns)
-                )));
+                return Err(Error::NotFound(format!("namespace {} does not exist", dotted(&ns))));
             };
             for prefix in &children {
                 if has_any(prefix)? {
-                    return Err(Error::Conflict(format!(
-                        "namespace {} is not empty",
-                        dotted(&ns)
-                    )));
+                    return Err(Error::Conflict(format!("namespace {} is not empty", dotted(&ns))));
                 }
             }
             let mut checks = vec![Check::AtVersion((key.clone(), entry.version))];
             checks.extend(children.iter().cloned().map(Check::PrefixEmpty));
-            match kv::commit(
-                &checks,
-                &[Write {
-                    key: key.clone(),
-                    value: None,
-                }],
-            ) {
+            match kv::commit(&checks, &[Write { key: key.clone(), value: None }]) {
                 Ok(()) => return Ok(()),
                 Err(Error::Conflict(_)) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Conflict(format!(
-            "namespace {} kept changing while being dropped",
-            dotted(&ns)
-        )))
+        Err(Error::Conflict(format!("namespace {} kept changing while being dropped", dotted(&ns))))
     }
 
     fn update_namespace_properties(
@@ -401,17 +315,10 @@ impl Guest for Native {
         let key = keys::namespace(&ns)?;
         for _ in 0..RETRIES {
             let Some(entry) = get(&key)? else {
-                return Err(Error::NotFound(format!(
-                    "namespace {} does not exist",
-                    dotted(&ns)
-                )));
+                return Err(Error::NotFound(format!("namespace {} does not exist", dotted(&ns))));
             };
             let mut props = codec::decode_properties(&entry.value)?;
-            let mut result = PropertiesUpdate {
-                updated: vec![],
-                removed: vec![],
-                missing: vec![],
-            };
+            let mut result = PropertiesUpdate { updated: vec![], removed: vec![], missing: vec![] };
             for k in &removals {
                 let before = props.len();
                 props.retain(|(pk, _)| pk != k);
@@ -429,20 +336,14 @@ impl Guest for Native {
                 result.updated.push(k.clone());
             }
             let checks = [Check::AtVersion((key.clone(), entry.version))];
-            let writes = [Write {
-                key: key.clone(),
-                value: Some(codec::encode_properties(&props)),
-            }];
+            let writes = [Write { key: key.clone(), value: Some(codec::encode_properties(&props)) }];
             match kv::commit(&checks, &writes) {
                 Ok(()) => return Ok(result),
                 Err(Error::Conflict(_)) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Conflict(format!(
-            "namespace {} kept changing",
-            dotted(&ns)
-        )))
+        Err(Error::Conflict(format!("namespace {} kept changing", dotted(&ns))))
     }
 
     fn list_tables(ns: Vec<String>, page: PageRequest) -> Result<NamePage, Error> {
@@ -508,15 +409,12 @@ impl Guest for Native {
                 )));
             }
             checks.push(Check::AtVersion((entry.key.clone(), entry.version)));
-            writes.push(Write {
-                key: entry.key,
-                value: Some(codec::encode_pointer(&c.new)),
-            });
+            writes.push(Write { key: entry.key, value: Some(codec::encode_pointer(&c.new)) });
         }
         kv::commit(&checks, &writes).map_err(|e| match e {
-            Error::Conflict(_) => Error::Conflict(
-                "a table in the transaction was changed by a concurrent commit".into(),
-            ),
+            Error::Conflict(_) => {
+                Error::Conflict("a table in the transaction was changed by a concurrent commit".into())
+            }
             e => e,
         })
     }

@@ -6,8 +6,8 @@ wit_bindgen::generate!({ world: "http-backend", path: "../../../wit" });
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::http::{self, Request};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    TableCommit,
 };
 
 include!("../../stub.rs");
@@ -16,13 +16,12 @@ struct Greedy;
 
 impl Guest for Greedy {
     fn load_namespace(_: Vec<String>) -> Result<Properties, Error> {
-        let req = Request {
-            method: "GET".into(),
-            path: "/".into(),
-            headers: vec![],
-            body: vec![],
-        };
+        let req = Request { method: "GET".into(), path: "/".into(), headers: vec![], body: vec![] };
         http::send(&req).map(|_| vec![])
+    }
+
+    fn create_namespace(_: Vec<String>, _: Properties) -> Result<Properties, Error> {
+        Err(no())
     }
 
     unsupported_backend_rest!();

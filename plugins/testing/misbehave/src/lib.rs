@@ -1,42 +1,50 @@
 //! A deliberately misbehaving backend for the plugin isolation tests.
 //!
-//! `load-namespace` misbehaves by name: `trap` panics, `loop` never returns,
-//! `bomb` allocates until memory runs out; any other name is simply not found.
+//! `create-namespace` and `load-namespace` misbehave by name: `trap` panics, `loop`
+//! never returns, `bomb` allocates until memory runs out. Other names are created
+//! (nothing is stored) and are then not found.
 
 wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
 
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    TableCommit,
 };
 
 include!("../../stub.rs");
 
 struct Misbehave;
 
-impl Guest for Misbehave {
-    fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
-        match ns.first().map(String::as_str) {
-            Some("trap") => panic!("deliberate trap"),
-            Some("loop") => {
-                let mut n: u64 = 0;
-                loop {
-                    n = std::hint::black_box(n.wrapping_add(1));
-                }
+fn misbehave(ns: &[String]) {
+    match ns.first().map(String::as_str) {
+        Some("trap") => panic!("deliberate trap"),
+        Some("loop") => {
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
             }
-            Some("bomb") => {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(vec![1u8; 1 << 20]);
-                    std::hint::black_box(&hoard);
-                }
-            }
-            _ => Err(Error::NotFound(format!(
-                "namespace {} does not exist",
-                ns.join(".")
-            ))),
         }
+        Some("bomb") => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Guest for Misbehave {
+    fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
+        misbehave(&ns);
+        Ok(props)
+    }
+
+    fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
+        misbehave(&ns);
+        Err(Error::NotFound(format!("namespace {} does not exist", ns.join("."))))
     }
 
     unsupported_backend_rest!();

@@ -1,0 +1,285 @@
+//! `/management/v1`: tenants, principals and grants, and "what may I do here".
+//! Everything is kept in the host key space, which no backend can see.
+
+use axum::extract::{Path, State as AxState};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{delete, get};
+use axum::{Extension, Router};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use rand::RngCore;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{parse_namespace, Json, Query, State};
+use crate::auth::{hash_secret, Caller, Principal, Role};
+use crate::authz::{Grantee, Privilege, Resource};
+use crate::error::Error;
+
+pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
+    Router::new()
+        .route("/whoami", get(whoami))
+        .route("/tenants", get(list_tenants).post(create_tenant))
+        .route("/tenants/{name}", delete(delete_tenant))
+        .route("/principals", get(list_principals).post(create_principal))
+        .route("/principals/{name}", delete(delete_principal))
+        .route("/grants", get(list_grants).post(create_grant))
+        .route("/grants/{id}", delete(revoke_grant))
+        .route("/permissions", get(permissions))
+}
+
+fn require_server_admin(caller: &Principal) -> Result<(), Error> {
+    if caller.server_admin {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!("{} is not a server admin", caller.name)))
+    }
+}
+
+/// Server admins manage every tenant; a tenant's admins manage their own.
+fn require_tenant_admin(caller: &Principal, tenant: &str) -> Result<(), Error> {
+    if caller.server_admin || (caller.role == Role::Admin && caller.tenant == tenant) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!("{} may not manage tenant {tenant}", caller.name)))
+    }
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), Error> {
+    if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/' || c == ':') {
+        return Err(Error::BadRequest(format!("invalid {what} name {name:?}")));
+    }
+    Ok(())
+}
+
+async fn whoami(Extension(Caller(caller)): Extension<Caller>) -> impl IntoResponse {
+    axum::Json(json!({
+        "name": caller.name, "tenant": caller.tenant, "role": caller.role, "server-admin": caller.server_admin
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTenant {
+    name: String,
+}
+
+async fn list_tenants(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+) -> Result<impl IntoResponse, Error> {
+    let tenants: Vec<String> =
+        state.auth.directory.tenants()?.into_iter().filter(|t| caller.server_admin || *t == caller.tenant).collect();
+    Ok(axum::Json(json!({ "tenants": tenants })))
+}
+
+async fn create_tenant(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Json(req): Json<NewTenant>,
+) -> Result<impl IntoResponse, Error> {
+    require_server_admin(&caller)?;
+    check_name("tenant", &req.name)?;
+    state.auth.directory.add_tenant(&req.name)?;
+    Ok((StatusCode::CREATED, axum::Json(json!({ "name": req.name }))))
+}
+
+async fn delete_tenant(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, Error> {
+    require_server_admin(&caller)?;
+    state.auth.directory.remove_tenant(&name)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct NewPrincipal {
+    name: String,
+    tenant: String,
+    role: Role,
+    #[serde(default)]
+    server_admin: bool,
+}
+
+fn public(p: &Principal, configured: bool) -> serde_json::Value {
+    json!({ "name": p.name, "tenant": p.tenant, "role": p.role, "server-admin": p.server_admin, "configured": configured })
+}
+
+async fn list_principals(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+) -> Result<impl IntoResponse, Error> {
+    let directory = &state.auth.directory;
+    let visible: Vec<_> = directory
+        .principals()?
+        .iter()
+        .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
+        .map(|p| public(p, directory.is_configured(&p.name)))
+        .collect();
+    Ok(axum::Json(json!({ "principals": visible })))
+}
+
+async fn create_principal(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Json(req): Json<NewPrincipal>,
+) -> Result<impl IntoResponse, Error> {
+    check_name("principal", &req.name)?;
+    require_tenant_admin(&caller, &req.tenant)?;
+    if req.server_admin {
+        require_server_admin(&caller)?;
+    }
+    if !state.auth.directory.tenant_exists(&req.tenant)? {
+        return Err(Error::BadRequest(format!("tenant {} does not exist", req.tenant)));
+    }
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    let secret = URL_SAFE_NO_PAD.encode(bytes);
+    let principal = Principal {
+        name: req.name,
+        tenant: req.tenant,
+        role: req.role,
+        server_admin: req.server_admin,
+        secret_hash: Some(hash_secret(&secret)),
+    };
+    state.auth.directory.add_principal(&principal)?;
+    let mut body = public(&principal, false);
+    // The secret is shown once, now; only its hash is kept.
+    body["client-id"] = json!(principal.name);
+    body["client-secret"] = json!(secret);
+    Ok((StatusCode::CREATED, axum::Json(body)))
+}
+
+async fn delete_principal(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, Error> {
+    let directory = &state.auth.directory;
+    let principal = directory
+        .principal(&name)?
+        .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
+        .ok_or_else(|| Error::NotFound(format!("principal {name} does not exist")))?;
+    if directory.is_configured(&name) {
+        return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
+    }
+    directory.remove_principal(&principal.name)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Where a grant or a permission question points: a namespace, or a table or view in it.
+struct Target {
+    namespace: Vec<String>,
+    table: Option<String>,
+    view: Option<String>,
+}
+
+impl Target {
+    fn resource(self) -> Result<Resource, Error> {
+        if self.namespace.is_empty() || self.namespace.iter().any(String::is_empty) {
+            return Err(Error::BadRequest("a namespace with at least one level is required".into()));
+        }
+        match (self.table, self.view) {
+            (None, None) => Ok(Resource::Namespace(self.namespace)),
+            (Some(name), None) => Ok(Resource::Table { namespace: self.namespace, name }),
+            (None, Some(name)) => Ok(Resource::View { namespace: self.namespace, name }),
+            (Some(_), Some(_)) => Err(Error::BadRequest("name a table or a view, not both".into())),
+        }
+    }
+}
+
+fn not_found(resource: &Resource) -> impl FnOnce() -> Error + '_ {
+    move || match resource {
+        Resource::Namespace(_) => Error::NoSuchNamespace(format!("{resource} does not exist")),
+        Resource::Table { .. } => Error::NoSuchTable(format!("{resource} does not exist")),
+        Resource::View { .. } => Error::NoSuchView(format!("{resource} does not exist")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewGrant {
+    namespace: Vec<String>,
+    table: Option<String>,
+    view: Option<String>,
+    privilege: Privilege,
+    principal: Option<String>,
+    tenant: Option<String>,
+}
+
+async fn create_grant(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Json(req): Json<NewGrant>,
+) -> Result<impl IntoResponse, Error> {
+    let resource = Target { namespace: req.namespace, table: req.table, view: req.view }.resource()?;
+    state.authz.access(caller)?.require(&resource, Privilege::Manage, not_found(&resource))?;
+    let directory = &state.auth.directory;
+    let grantee = match (req.principal, req.tenant) {
+        (Some(p), None) if directory.principal(&p)?.is_some() => Grantee::Principal(p),
+        (None, Some(t)) if directory.tenant_exists(&t)? => Grantee::Tenant(t),
+        (Some(p), None) => return Err(Error::BadRequest(format!("principal {p} does not exist"))),
+        (None, Some(t)) => return Err(Error::BadRequest(format!("tenant {t} does not exist"))),
+        _ => return Err(Error::BadRequest("grant to exactly one of principal or tenant".into())),
+    };
+    let grant = state.authz.add_grant(resource, req.privilege, grantee)?;
+    Ok((StatusCode::CREATED, axum::Json(grant)))
+}
+
+async fn list_grants(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+) -> Result<impl IntoResponse, Error> {
+    let mine = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
+    let access = state.authz.access(caller)?;
+    let mut visible = vec![];
+    for grant in state.authz.all_grants() {
+        if mine.contains(&grant.grantee) || access.privilege(&grant.resource)? == Some(Privilege::Manage) {
+            visible.push(grant);
+        }
+    }
+    Ok(axum::Json(json!({ "grants": visible })))
+}
+
+async fn revoke_grant(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, Error> {
+    let missing = || Error::NotFound(format!("grant {id} does not exist"));
+    let grant = state.authz.grant(&id).ok_or_else(missing)?;
+    state.authz.access(caller)?.require(&grant.resource, Privilege::Manage, missing)?;
+    state.authz.revoke(&id)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct PermissionQuery {
+    namespace: String,
+    table: Option<String>,
+    view: Option<String>,
+}
+
+/// What the caller may do on a namespace, table or view.
+async fn permissions(
+    AxState(state): State,
+    Extension(Caller(caller)): Extension<Caller>,
+    Query(q): Query<PermissionQuery>,
+) -> Result<impl IntoResponse, Error> {
+    let resource = Target { namespace: parse_namespace(&q.namespace)?, table: q.table, view: q.view }.resource()?;
+    let held = state.authz.access(caller)?.privilege(&resource)?;
+    let Some(held) = held else {
+        return Err(not_found(&resource)());
+    };
+    Ok(axum::Json(json!({
+        "resource": resource,
+        "privilege": held,
+        "read": true,
+        "write": held >= Privilege::Write,
+        "manage": held >= Privilege::Manage,
+    })))
+}

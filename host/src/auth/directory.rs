@@ -1,0 +1,200 @@
+//! Principals and tenants: the ones defined in the configuration, and the ones
+//! created through the management API (kept in the host key space, which no backend
+//! is ever granted). Secrets are stored as argon2 hashes only.
+
+use std::collections::BTreeMap;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::storage::kv::{Check, KvError, KvSpace, Write};
+
+/// A principal's role inside its tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Reader,
+    Writer,
+    Admin,
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "reader" => Ok(Role::Reader),
+            "writer" => Ok(Role::Writer),
+            "admin" => Ok(Role::Admin),
+            other => Err(format!("unknown role {other:?} (reader, writer or admin)")),
+        }
+    }
+}
+
+/// Somebody who can call the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Principal {
+    pub name: String,
+    pub tenant: String,
+    pub role: Role,
+    #[serde(default)]
+    pub server_admin: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_hash: Option<String>,
+}
+
+const PRINCIPAL: &str = "principal/";
+const TENANT: &str = "tenant/";
+
+fn store_err(e: KvError) -> Error {
+    Error::Unavailable(format!("the host store: {e}"))
+}
+
+/// Hashes a client secret with argon2 (a PHC string).
+pub fn hash_secret(secret: &str) -> String {
+    let mut salt = [0u8; 16];
+    rand::rng().fill_bytes(&mut salt);
+    let salt = SaltString::encode_b64(&salt).expect("16 bytes make a valid salt");
+    Argon2::default().hash_password(secret.as_bytes(), &salt).expect("argon2 with default parameters").to_string()
+}
+
+/// Checks a secret against a stored hash.
+fn secret_matches(hash: &str, secret: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(secret.as_bytes(), &h).is_ok())
+}
+
+/// Where principals and tenants are found.
+pub struct Directory {
+    configured: BTreeMap<String, Principal>,
+    space: KvSpace,
+}
+
+impl Directory {
+    pub fn new(configured: BTreeMap<String, Principal>, space: KvSpace) -> Self {
+        Self { configured, space }
+    }
+
+    /// Whether `name` is defined in the configuration (and so cannot be changed here).
+    pub fn is_configured(&self, name: &str) -> bool {
+        self.configured.contains_key(name)
+    }
+
+    /// Looks a principal up by name.
+    pub fn principal(&self, name: &str) -> Result<Option<Principal>, Error> {
+        if let Some(p) = self.configured.get(name) {
+            return Ok(Some(p.clone()));
+        }
+        let key = format!("{PRINCIPAL}{name}");
+        match self.space.get(key.as_bytes()).map_err(store_err)? {
+            Some(entry) => serde_json::from_slice(&entry.value)
+                .map(Some)
+                .map_err(|e| Error::Internal(format!("stored principal {name} is corrupt: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// The principal whose secret this is, if any.
+    pub fn verify(&self, name: &str, secret: &str) -> Result<Option<Principal>, Error> {
+        Ok(self.principal(name)?.filter(|p| p.secret_hash.as_deref().is_some_and(|hash| secret_matches(hash, secret))))
+    }
+
+    /// Every principal, configured ones first.
+    pub fn principals(&self) -> Result<Vec<Principal>, Error> {
+        let mut all: Vec<Principal> = self.configured.values().cloned().collect();
+        for entry in self.scan(PRINCIPAL)? {
+            let p: Principal = serde_json::from_slice(&entry.value)
+                .map_err(|e| Error::Internal(format!("a stored principal is corrupt: {e}")))?;
+            if !self.configured.contains_key(&p.name) {
+                all.push(p);
+            }
+        }
+        Ok(all)
+    }
+
+    fn scan(&self, prefix: &str) -> Result<Vec<crate::storage::kv::Entry>, Error> {
+        let mut end = prefix.as_bytes().to_vec();
+        *end.last_mut().expect("a non-empty prefix") += 1;
+        self.space.scan(prefix.as_bytes(), Some(&end), usize::MAX).map_err(store_err)
+    }
+
+    /// Records a new principal; 409 if the name is taken.
+    pub fn add_principal(&self, principal: &Principal) -> Result<(), Error> {
+        if self.is_configured(&principal.name) {
+            return Err(Error::AlreadyExists(format!("principal {} already exists", principal.name)));
+        }
+        let key = format!("{PRINCIPAL}{}", principal.name).into_bytes();
+        let value = serde_json::to_vec(principal).map_err(|e| Error::Internal(e.to_string()))?;
+        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(value) }]) {
+            Ok(()) => Ok(()),
+            Err(KvError::Conflict) => Err(Error::AlreadyExists(format!("principal {} already exists", principal.name))),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    /// Removes a principal created through the API; false if there was none.
+    pub fn remove_principal(&self, name: &str) -> Result<bool, Error> {
+        let key = format!("{PRINCIPAL}{name}").into_bytes();
+        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]) {
+            Ok(()) => Ok(true),
+            Err(KvError::Conflict) => Ok(false),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    /// Every tenant: created ones and those configured principals belong to.
+    pub fn tenants(&self) -> Result<Vec<String>, Error> {
+        let mut all: std::collections::BTreeSet<String> = self.configured.values().map(|p| p.tenant.clone()).collect();
+        for entry in self.scan(TENANT)? {
+            all.insert(String::from_utf8_lossy(&entry.key[TENANT.len()..]).into_owned());
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    pub fn tenant_exists(&self, name: &str) -> Result<bool, Error> {
+        Ok(self.configured.values().any(|p| p.tenant == name)
+            || self.space.get(format!("{TENANT}{name}").as_bytes()).map_err(store_err)?.is_some())
+    }
+
+    /// Records a tenant; 409 if it exists.
+    pub fn add_tenant(&self, name: &str) -> Result<(), Error> {
+        if self.tenant_exists(name)? {
+            return Err(Error::AlreadyExists(format!("tenant {name} already exists")));
+        }
+        let key = format!("{TENANT}{name}").into_bytes();
+        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(vec![]) }]) {
+            Ok(()) => Ok(()),
+            Err(KvError::Conflict) => Err(Error::AlreadyExists(format!("tenant {name} already exists"))),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    /// Removes an empty tenant created through the API.
+    pub fn remove_tenant(&self, name: &str) -> Result<(), Error> {
+        if self.principals()?.iter().any(|p| p.tenant == name) {
+            return Err(Error::Conflict(format!("tenant {name} still has principals")));
+        }
+        let key = format!("{TENANT}{name}").into_bytes();
+        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]) {
+            Ok(()) => Ok(()),
+            Err(KvError::Conflict) => Err(Error::NotFound(format!("tenant {name} does not exist"))),
+            Err(e) => Err(store_err(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_verify_against_their_hash_only() {
+        let hash = hash_secret("s3cret");
+        assert!(hash.starts_with("$argon2"));
+        assert!(secret_matches(&hash, "s3cret"));
+        assert!(!secret_matches(&hash, "S3cret"));
+        assert!(!secret_matches("not a hash", "s3cret"));
+    }
+}

@@ -1,0 +1,115 @@
+//! Authentication: who is calling.
+//!
+//! Every request but `/v1/oauth/tokens`, `/health` and `/ready` carries
+//! `Authorization: Bearer <token>`: a token this server issued for a principal's
+//! client credentials, or a JWT of the configured OpenID Connect issuer. Missing,
+//! invalid and expired tokens get 401. In the explicit anonymous mode (loopback
+//! only) a request without a token acts as an anonymous server admin.
+
+mod directory;
+mod tokens;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::Response;
+
+pub use directory::{hash_secret, Directory, Principal, Role};
+pub use tokens::{Oidc, TokenIssuer};
+
+use crate::error::Error;
+
+/// The authenticated caller of a request (a request extension).
+#[derive(Clone, Debug)]
+pub struct Caller(pub Arc<Principal>);
+
+/// Turns credentials into principals.
+pub struct Authenticator {
+    pub directory: Directory,
+    issuer: TokenIssuer,
+    oidc: Option<Oidc>,
+    anonymous: Option<Arc<Principal>>,
+    /// Tokens already verified: the principal they name and when they expire. A
+    /// signature check costs more than the rest of a loadTable; a lookup does not.
+    verified: Mutex<HashMap<String, (String, u64)>>,
+}
+
+/// Verified tokens remembered at most; the memory is cleared when it fills.
+const VERIFIED_CAPACITY: usize = 10_000;
+
+impl Authenticator {
+    pub fn new(directory: Directory, issuer: TokenIssuer, oidc: Option<Oidc>, anonymous: bool) -> Self {
+        let anonymous = anonymous.then(|| {
+            Arc::new(Principal {
+                name: "anonymous".into(),
+                tenant: "default".into(),
+                role: Role::Admin,
+                server_admin: true,
+                secret_hash: None,
+            })
+        });
+        Self { directory, issuer, oidc, anonymous, verified: Mutex::new(HashMap::new()) }
+    }
+
+    /// The principal behind a request's `Authorization` header.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, Error> {
+        let Some(value) = headers.get(AUTHORIZATION) else {
+            return self.anonymous.clone().ok_or_else(|| Error::NotAuthorized("missing bearer token".into()));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
+        let name = self.verify(token)?;
+        self.directory
+            .principal(&name)?
+            .map(Arc::new)
+            .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {name}")))
+    }
+
+    /// The principal a token names, from memory when it was verified before and has
+    /// not expired since.
+    fn verify(&self, token: &str) -> Result<String, Error> {
+        let now = tokens::now();
+        if let Some((name, exp)) = self.verified.lock().expect("token memory").get(token) {
+            if now < *exp {
+                return Ok(name.clone());
+            }
+        }
+        let (name, exp) = match &self.oidc {
+            Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token)?,
+            _ => self.issuer.verify(token)?,
+        };
+        let mut verified = self.verified.lock().expect("token memory");
+        if verified.len() >= VERIFIED_CAPACITY {
+            verified.clear();
+        }
+        verified.insert(token.to_string(), (name.clone(), exp));
+        Ok(name)
+    }
+
+    /// The client-credentials grant: a token for a principal that proves its secret.
+    pub fn client_credentials(&self, client_id: &str, client_secret: &str) -> Result<(String, u64), Error> {
+        match self.directory.verify(client_id, client_secret)? {
+            Some(principal) => Ok(self.issuer.issue(&principal.name)),
+            None => Err(Error::NotAuthorized("invalid client credentials".into())),
+        }
+    }
+}
+
+/// Middleware: authenticates the request and records the [`Caller`].
+pub async fn require_caller(
+    State(auth): State<Arc<Authenticator>>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, Error> {
+    let principal = auth.authenticate(request.headers())?;
+    request.extensions_mut().insert(Caller(principal));
+    Ok(next.run(request).await)
+}

@@ -1,0 +1,149 @@
+//! Bearer tokens: the short-lived ones this server signs (HS256, issued by
+//! `/v1/oauth/tokens`), and JWTs of an external OpenID Connect issuer (checked
+//! against its key set, issuer and audience).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{decode, decode_header, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::config::OidcConfig;
+use crate::error::Error;
+
+/// The `iss` and `aud` of the tokens this server signs.
+const SELF_ISSUER: &str = "rustberg";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    iss: String,
+    aud: String,
+    iat: u64,
+    exp: u64,
+}
+
+fn unauthorized(why: impl std::fmt::Display) -> Error {
+    Error::NotAuthorized(format!("invalid bearer token: {why}"))
+}
+
+pub(super) fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Signs and verifies this server's own tokens.
+pub struct TokenIssuer {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+    lifetime: Duration,
+}
+
+impl TokenIssuer {
+    pub fn new(key: &[u8], lifetime: Duration) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_issuer(&[SELF_ISSUER]);
+        validation.set_audience(&[SELF_ISSUER]);
+        validation.leeway = 0;
+        Self { encoding: EncodingKey::from_secret(key), decoding: DecodingKey::from_secret(key), validation, lifetime }
+    }
+
+    /// A token for `principal`, and its lifetime in seconds.
+    pub fn issue(&self, principal: &str) -> (String, u64) {
+        let iat = now();
+        let claims = Claims {
+            sub: principal.to_string(),
+            iss: SELF_ISSUER.into(),
+            aud: SELF_ISSUER.into(),
+            iat,
+            exp: iat + self.lifetime.as_secs(),
+        };
+        let token = encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).expect("HS256 signing");
+        (token, self.lifetime.as_secs())
+    }
+
+    /// The principal a token was issued to, and when the token expires.
+    pub fn verify(&self, token: &str) -> Result<(String, u64), Error> {
+        decode::<Claims>(token, &self.decoding, &self.validation)
+            .map(|data| (data.claims.sub, data.claims.exp))
+            .map_err(unauthorized)
+    }
+}
+
+/// An external OpenID Connect issuer.
+pub struct Oidc {
+    issuer: String,
+    audience: String,
+    claim: String,
+    keys: JwkSet,
+}
+
+impl Oidc {
+    /// Reads the key set (a file, or an http(s) URL fetched once at start-up).
+    pub async fn load(config: &OidcConfig) -> anyhow::Result<Self> {
+        let text = if config.jwks.starts_with("http://") || config.jwks.starts_with("https://") {
+            reqwest::get(&config.jwks).await?.error_for_status()?.text().await?
+        } else {
+            std::fs::read_to_string(&config.jwks)
+                .map_err(|e| anyhow::anyhow!("reading the JWKS file {}: {e}", config.jwks))?
+        };
+        let keys: JwkSet = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} is not a JSON Web Key Set: {e}", config.jwks))?;
+        anyhow::ensure!(!keys.keys.is_empty(), "the JWKS {} holds no key", config.jwks);
+        Ok(Self {
+            issuer: config.issuer.clone(),
+            audience: config.audience.clone(),
+            claim: config.principal_claim.clone(),
+            keys,
+        })
+    }
+
+    /// The principal a valid token names, and when the token expires.
+    pub fn verify(&self, token: &str) -> Result<(String, u64), Error> {
+        let header = decode_header(token).map_err(unauthorized)?;
+        if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
+            return Err(unauthorized("symmetric algorithms are not accepted from the identity provider"));
+        }
+        let jwk = match &header.kid {
+            Some(kid) => self.keys.find(kid),
+            None if self.keys.keys.len() == 1 => self.keys.keys.first(),
+            None => None,
+        }
+        .ok_or_else(|| unauthorized("signed by an unknown key"))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(unauthorized)?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.leeway = 0;
+        let data =
+            decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation).map_err(unauthorized)?;
+        let exp = data.claims.get("exp").and_then(|v| v.as_u64()).ok_or_else(|| unauthorized("no exp claim"))?;
+        let name = data.claims.get(&self.claim).and_then(|v| v.as_str()).map(str::to_string);
+        Ok((name.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?, exp))
+    }
+}
+
+/// Whether a token is one of ours (HS256) rather than the identity provider's.
+pub fn is_self_issued(token: &str) -> bool {
+    decode_header(token).is_ok_and(|h| h.alg == Algorithm::HS256)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_tokens_verify_and_expire() {
+        let issuer = TokenIssuer::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(60));
+        let (token, lifetime) = issuer.issue("alice");
+        assert_eq!(lifetime, 60);
+        assert_eq!(issuer.verify(&token).unwrap().0, "alice");
+        assert!(is_self_issued(&token));
+        let other = TokenIssuer::new(b"another key of thirty-two bytes!", Duration::from_secs(60));
+        assert!(other.verify(&token).is_err(), "signed with another key");
+        let expired = TokenIssuer::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(0));
+        let (old, _) = expired.issue("alice");
+        std::thread::sleep(Duration::from_millis(1100));
+        assert!(issuer.verify(&old).is_err(), "expired");
+    }
+}

@@ -1,0 +1,99 @@
+//! Grants: stored in the host key space (one key per grant), decided from the
+//! in-memory snapshot.
+
+use serde::{Deserialize, Serialize};
+
+use super::{end_of, store_err, Authorizer, Privilege, Resource};
+use crate::error::Error;
+use crate::storage::kv::{KvSpace, Write};
+
+/// Who a grant is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grantee {
+    Principal(String),
+    Tenant(String),
+}
+
+/// A privilege on a resource, given to a principal or a tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grant {
+    pub id: String,
+    pub resource: Resource,
+    pub privilege: Privilege,
+    pub grantee: Grantee,
+}
+
+const GRANT: &str = "grant/";
+
+fn key(id: &str) -> Vec<u8> {
+    format!("{GRANT}{id}").into_bytes()
+}
+
+/// Reads every stored grant.
+pub(super) fn load(space: &KvSpace) -> Result<Vec<Grant>, Error> {
+    space
+        .scan(GRANT.as_bytes(), Some(&end_of(GRANT)), usize::MAX)
+        .map_err(store_err)?
+        .iter()
+        .map(|e| {
+            serde_json::from_slice(&e.value).map_err(|e| Error::Internal(format!("a stored grant is corrupt: {e}")))
+        })
+        .collect()
+}
+
+impl Authorizer {
+    /// Every grant.
+    pub fn all_grants(&self) -> Vec<Grant> {
+        self.read().grants.values().flatten().cloned().collect()
+    }
+
+    /// Looks a grant up by id.
+    pub fn grant(&self, id: &str) -> Option<Grant> {
+        self.read().grants.values().flatten().find(|g| g.id == id).cloned()
+    }
+
+    /// Records a grant.
+    pub fn add_grant(&self, resource: Resource, privilege: Privilege, grantee: Grantee) -> Result<Grant, Error> {
+        let grant = Grant { id: uuid::Uuid::now_v7().simple().to_string(), resource, privilege, grantee };
+        let value = serde_json::to_vec(&grant).map_err(|e| Error::Internal(e.to_string()))?;
+        self.change(&[Write { key: key(&grant.id), value: Some(value) }], |s| {
+            s.grants.entry(grant.grantee.clone()).or_default().push(grant.clone());
+        })?;
+        Ok(grant)
+    }
+
+    /// Revokes the grants `doomed` selects.
+    fn revoke_where(&self, doomed: impl Fn(&Grant) -> bool) -> Result<Vec<Grant>, Error> {
+        let gone: Vec<Grant> = self.read().grants.values().flatten().filter(|g| doomed(g)).cloned().collect();
+        if gone.is_empty() {
+            return Ok(gone);
+        }
+        let writes: Vec<Write> = gone.iter().map(|g| Write { key: key(&g.id), value: None }).collect();
+        self.change(&writes, |s| {
+            for list in s.grants.values_mut() {
+                list.retain(|g| !doomed(g));
+            }
+        })?;
+        Ok(gone)
+    }
+
+    /// Revokes a grant; false if there was none.
+    pub fn revoke(&self, id: &str) -> Result<bool, Error> {
+        Ok(!self.revoke_where(|g| g.id == id)?.is_empty())
+    }
+
+    /// Revokes every grant on `resource` or inside it (it was dropped: a namespace or
+    /// table created later under the same name must not inherit them).
+    pub fn revoke_within(&self, resource: &Resource) -> Result<(), Error> {
+        self.revoke_where(|g| resource.covers(&g.resource)).map(|_| ())
+    }
+
+    /// Moves the grants on a table to its new name after a rename.
+    pub fn move_grants(&self, from: &Resource, to: &Resource) -> Result<(), Error> {
+        for grant in self.revoke_where(|g| &g.resource == from)? {
+            self.add_grant(to.clone(), grant.privilege, grant.grantee)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,268 @@
+//! Authorization: who may read, write and manage what.
+//!
+//! - Every root namespace has an owner tenant, recorded by the host when the
+//!   namespace is created (never a namespace property, so no property update can
+//!   change it). Children inherit it. A namespace with no recorded owner is
+//!   invisible to everybody.
+//! - Members of the owner tenant act by their role (reader, writer, admin);
+//!   server admins manage everything that has an owner.
+//! - Grants add `read`, `write` or `manage` on a namespace subtree, a table or a
+//!   view, to a principal or a whole tenant.
+//! - A caller that may not read something is told it does not exist (404); one that
+//!   may read but not write gets 403. Listings filter; they never deny.
+
+mod grants;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
+
+pub use grants::{Grant, Grantee};
+
+use crate::auth::{Principal, Role};
+use crate::error::Error;
+use crate::storage::kv::{KvError, KvSpace, Write};
+
+/// What a caller may do. Each level includes the ones below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Privilege {
+    Read,
+    /// Create, commit and drop inside.
+    Write,
+    /// Grant to others.
+    Manage,
+}
+
+/// Something a privilege applies to, by the path a client sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resource {
+    /// A namespace and everything beneath it.
+    Namespace(Vec<String>),
+    Table {
+        namespace: Vec<String>,
+        name: String,
+    },
+    View {
+        namespace: Vec<String>,
+        name: String,
+    },
+}
+
+impl Resource {
+    pub fn table(namespace: &[String], name: &str) -> Self {
+        Resource::Table { namespace: namespace.to_vec(), name: name.to_string() }
+    }
+
+    /// The namespace the resource is or lives in.
+    pub fn namespace(&self) -> &[String] {
+        match self {
+            Resource::Namespace(ns) => ns,
+            Resource::Table { namespace, .. } | Resource::View { namespace, .. } => namespace,
+        }
+    }
+
+    /// Whether a grant on `self` applies to `other`.
+    pub fn covers(&self, other: &Resource) -> bool {
+        match self {
+            Resource::Namespace(ns) => other.namespace().starts_with(ns),
+            _ => self == other,
+        }
+    }
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resource::Namespace(ns) => write!(f, "namespace {}", ns.join(".")),
+            Resource::Table { namespace, name } => write!(f, "table {}.{name}", namespace.join(".")),
+            Resource::View { namespace, name } => write!(f, "view {}.{name}", namespace.join(".")),
+        }
+    }
+}
+
+fn role_privilege(role: Role) -> Privilege {
+    match role {
+        Role::Reader => Privilege::Read,
+        Role::Writer => Privilege::Write,
+        Role::Admin => Privilege::Manage,
+    }
+}
+
+fn store_err(e: KvError) -> Error {
+    Error::Unavailable(format!("the host store: {e}"))
+}
+
+const OWNER: &str = "owner/";
+
+/// The whole authorization state (owners and grants), kept in memory so a decision
+/// costs no I/O. The host key space holds the durable copy: every change is written
+/// there first, then applied here, under one writer lock. One process owns a redb
+/// file, so this snapshot is the truth; hosts sharing a database will need to refresh it.
+#[derive(Debug, Default, Clone)]
+struct Snapshot {
+    owners: HashMap<String, String>,
+    grants: HashMap<Grantee, Vec<Grant>>,
+}
+
+/// Ownership records and grants.
+pub struct Authorizer {
+    space: KvSpace,
+    snapshot: RwLock<Arc<Snapshot>>,
+    writer: Mutex<()>,
+}
+
+impl Authorizer {
+    /// Loads every owner and grant from the host key space.
+    pub fn load(space: KvSpace) -> Result<Self, Error> {
+        let mut snapshot = Snapshot::default();
+        for entry in space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).map_err(store_err)? {
+            let root = String::from_utf8_lossy(&entry.key[OWNER.len()..]).into_owned();
+            snapshot.owners.insert(root, String::from_utf8_lossy(&entry.value).into_owned());
+        }
+        for grant in grants::load(&space)? {
+            snapshot.grants.entry(grant.grantee.clone()).or_default().push(grant);
+        }
+        Ok(Self { space, snapshot: RwLock::new(Arc::new(snapshot)), writer: Mutex::new(()) })
+    }
+
+    fn read(&self) -> Arc<Snapshot> {
+        self.snapshot.read().expect("authorization snapshot").clone()
+    }
+
+    /// Writes to the key space, then applies the same change to the snapshot.
+    fn change(&self, writes: &[Write], apply: impl FnOnce(&mut Snapshot)) -> Result<(), Error> {
+        let _writer = self.writer.lock().expect("authorization writer");
+        self.space.commit(&[], writes).map_err(store_err)?;
+        let mut next = (*self.read()).clone();
+        apply(&mut next);
+        *self.snapshot.write().expect("authorization snapshot") = Arc::new(next);
+        Ok(())
+    }
+
+    fn owner_key(root: &str) -> Vec<u8> {
+        format!("{OWNER}{root}").into_bytes()
+    }
+
+    /// The tenant owning a root namespace, if recorded.
+    pub fn owner(&self, root: &str) -> Option<String> {
+        self.read().owners.get(root).cloned()
+    }
+
+    /// Records the owner of a root namespace that was just created.
+    pub fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
+        let write = Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) };
+        self.change(&[write], |s| {
+            s.owners.insert(root.to_string(), tenant.to_string());
+        })
+    }
+
+    /// Forgets a dropped root namespace's owner.
+    pub fn forget_owner(&self, root: &str) -> Result<(), Error> {
+        self.change(&[Write { key: Self::owner_key(root), value: None }], |s| {
+            s.owners.remove(root);
+        })
+    }
+
+    /// Everything needed to decide for one caller during one request.
+    pub fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
+        let grantees = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
+        Ok(Access { caller, grantees, snapshot: self.read() })
+    }
+}
+
+fn end_of(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    *end.last_mut().expect("a non-empty prefix") += 1;
+    end
+}
+
+/// One caller's view of the authorization state, fixed for the request.
+pub struct Access {
+    pub caller: Arc<Principal>,
+    /// The caller and its tenant, as grantees.
+    grantees: [Grantee; 2],
+    snapshot: Arc<Snapshot>,
+}
+
+impl Access {
+    /// The highest privilege the caller holds on `resource`, if any.
+    pub fn privilege(&self, resource: &Resource) -> Result<Option<Privilege>, Error> {
+        let Some(root) = resource.namespace().first() else {
+            return Ok(None);
+        };
+        let Some(owner) = self.snapshot.owners.get(root) else {
+            return Ok(None);
+        };
+        if self.caller.server_admin {
+            return Ok(Some(Privilege::Manage));
+        }
+        let mut best = (self.caller.tenant == *owner).then(|| role_privilege(self.caller.role));
+        for grant in self.grantees.iter().filter_map(|g| self.snapshot.grants.get(g)).flatten() {
+            if grant.resource.covers(resource) {
+                best = best.max(Some(grant.privilege));
+            }
+        }
+        Ok(best)
+    }
+
+    /// Whether the caller may see `resource` (filters listings).
+    pub fn can_read(&self, resource: &Resource) -> Result<bool, Error> {
+        Ok(self.privilege(resource)?.is_some())
+    }
+
+    /// Demands `needed` on `resource`: a caller that cannot read it is told it does
+    /// not exist (`absent`), one that can read but not do this gets 403.
+    pub fn require(&self, resource: &Resource, needed: Privilege, absent: impl FnOnce() -> Error) -> Result<(), Error> {
+        match self.privilege(resource)? {
+            None => Err(absent()),
+            Some(held) if held < needed => Err(Error::Forbidden(format!(
+                "{} may not {} {resource}",
+                self.caller.name,
+                match needed {
+                    Privilege::Read => "read",
+                    Privilege::Write => "write to",
+                    Privilege::Manage => "manage",
+                }
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Demands the right to create a root namespace (owned by the caller's tenant).
+    pub fn require_create_root(&self) -> Result<(), Error> {
+        if self.caller.server_admin || self.caller.role >= Role::Writer {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!(
+                "{} is a reader in tenant {} and may not create namespaces",
+                self.caller.name, self.caller.tenant
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn namespace_grants_cover_their_subtree_only() {
+        let grant = Resource::Namespace(ns(&["a", "b"]));
+        assert!(grant.covers(&Resource::Namespace(ns(&["a", "b"]))));
+        assert!(grant.covers(&Resource::Namespace(ns(&["a", "b", "c"]))));
+        assert!(grant.covers(&Resource::table(&ns(&["a", "b", "c"]), "t")));
+        assert!(!grant.covers(&Resource::Namespace(ns(&["a"]))));
+        assert!(!grant.covers(&Resource::Namespace(ns(&["a", "bc"]))));
+        let table = Resource::table(&ns(&["a"]), "t");
+        assert!(table.covers(&Resource::table(&ns(&["a"]), "t")));
+        assert!(!table.covers(&Resource::table(&ns(&["a"]), "u")));
+        assert!(!table.covers(&Resource::Namespace(ns(&["a"]))));
+    }
+}
