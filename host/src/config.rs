@@ -15,6 +15,61 @@ pub struct Config {
     pub storage: StorageConfig,
     pub plugins: PluginLimits,
     pub auth: AuthConfig,
+    /// `[mount.<name>]`: catalogs mounted under top-level names.
+    #[serde(rename = "mount")]
+    pub mounts: std::collections::BTreeMap<String, MountConfig>,
+}
+
+/// `[mount.<name>]`: a catalog that claims the top-level namespace `<name>`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountConfig {
+    /// `native`, `rest`, or the path of a component file (a drop-in backend).
+    pub backend: String,
+    /// Where the mounted catalog lives: `redb:///path.redb` or `postgres://…` for `native`.
+    pub catalog_url: String,
+    /// The warehouse this mount governs (default `<data_dir>/mounts/<name>/warehouse`).
+    pub warehouse_location: Option<String>,
+    /// The tenant that owns the whole mount.
+    pub owner: String,
+    /// The environment variable holding the bearer token for a `rest` remote.
+    pub token_env: Option<String>,
+    /// Refuse every write under the mount (501).
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// Where a native catalog keeps its state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatalogUrl {
+    /// An embedded redb file.
+    Redb(PathBuf),
+    /// A Postgres database (the URL as given).
+    Postgres(String),
+}
+
+impl CatalogUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if let Some(path) = url.strip_prefix("redb://") {
+            if path.starts_with('/') {
+                return Ok(CatalogUrl::Redb(PathBuf::from(path)));
+            }
+            return Err(format!("{url:?}: a redb URL needs an absolute path (redb:///path/file.redb)"));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(CatalogUrl::Postgres(url.to_string()));
+        }
+        Err(format!("{url:?} is neither redb:///path nor postgres://…"))
+    }
+}
+
+/// A `file://` warehouse location without a trailing slash, or why it is not one.
+pub fn warehouse_url(location: &str) -> Result<String, String> {
+    let location = location.trim_end_matches('/').to_string();
+    if !location.starts_with("file:///") {
+        return Err(format!("{location:?}: only file:///absolute/path warehouses are supported"));
+    }
+    Ok(location)
 }
 
 /// `[auth]`: who may call, and how they prove it.
@@ -158,14 +213,12 @@ impl Config {
 
     /// The redb file of the root catalog.
     pub fn catalog_file(&self) -> Result<PathBuf, ConfigError> {
+        let invalid = |reason| ConfigError::Invalid { key: "storage.catalog_url", reason };
         match &self.storage.catalog_url {
             None => Ok(self.data_dir().join("catalog.redb")),
-            Some(url) => match url.strip_prefix("redb://") {
-                Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
-                _ => Err(ConfigError::Invalid {
-                    key: "storage.catalog_url",
-                    reason: format!("{url:?} is not a redb:///path URL"),
-                }),
+            Some(url) => match CatalogUrl::parse(url).map_err(invalid)? {
+                CatalogUrl::Redb(path) => Ok(path),
+                CatalogUrl::Postgres(_) => Err(invalid(format!("{url}: the root catalog is a redb file for now"))),
             },
         }
     }
@@ -173,15 +226,9 @@ impl Config {
     /// The root warehouse, as a `file://` URL without a trailing slash.
     pub fn warehouse(&self) -> Result<String, ConfigError> {
         let location = match &self.storage.warehouse_location {
-            Some(location) => location.trim_end_matches('/').to_string(),
+            Some(location) => location.clone(),
             None => format!("file://{}", self.data_dir().join("warehouse").display()),
         };
-        if !location.starts_with("file:///") {
-            return Err(ConfigError::Invalid {
-                key: "storage.warehouse_location",
-                reason: format!("{location:?}: only file:///absolute/path warehouses are supported"),
-            });
-        }
-        Ok(location)
+        warehouse_url(&location).map_err(|reason| ConfigError::Invalid { key: "storage.warehouse_location", reason })
     }
 }

@@ -1,23 +1,19 @@
 //! Start-up: open the stores, load the components, bind, serve.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
 use rand::RngCore;
 
-use crate::api::{self, AppState, HOST_ENDPOINTS};
+use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 use crate::auth::{hash_secret, Authenticator, Directory, Oidc, Principal, Role, TokenIssuer};
 use crate::authz::Authorizer;
 use crate::config::Config;
-use crate::mounts::{Mount, Mounts};
+use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
-use crate::plugins::{Backend, Grants, Runtime};
-use crate::storage::kv::{Check, KvSpace, RedbStore, Write};
+use crate::plugins::{builtin, Backend, Grants, Runtime};
+use crate::storage::kv::{Check, KvStore, RedbSpace, RedbStore, Write};
 use crate::storage::warehouse::Warehouse;
-
-/// The native backend, built from `plugins/native` and shipped inside the binary.
-static NATIVE_COMPONENT: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/native.wasm"));
 
 /// The key space the host keeps for itself (server key, later principals and grants);
 /// no backend is ever granted it.
@@ -27,7 +23,7 @@ const ROOT_SPACE: &str = "root";
 
 /// A server key (for page tokens, for signing access tokens): created once, kept in
 /// the host key space.
-fn server_key(space: &KvSpace, name: &str) -> anyhow::Result<[u8; 32]> {
+fn server_key(space: &RedbSpace, name: &str) -> anyhow::Result<[u8; 32]> {
     let name = format!("key/{name}").into_bytes();
     if let Some(entry) = space.get(&name)? {
         return entry.value.as_slice().try_into().context("a stored server key is corrupt");
@@ -43,7 +39,7 @@ fn server_key(space: &KvSpace, name: &str) -> anyhow::Result<[u8; 32]> {
 /// Builds the authenticator. Without a configured server admin (and outside the
 /// anonymous mode) it mints one admin credential and prints it, so a server with no
 /// configuration is usable but never open.
-async fn authenticator(config: &Config, host: &KvSpace) -> anyhow::Result<Authenticator> {
+async fn authenticator(config: &Config, host: &RedbSpace) -> anyhow::Result<Authenticator> {
     let auth = &config.auth;
     if auth.anonymous {
         anyhow::ensure!(
@@ -90,16 +86,6 @@ async fn authenticator(config: &Config, host: &KvSpace) -> anyhow::Result<Authen
     Ok(Authenticator::new(Directory::new(principals, host.clone()), issuer, oidc, auth.anonymous))
 }
 
-fn component_bytes(backend: Option<&str>) -> anyhow::Result<Arc<[u8]>> {
-    match backend {
-        None | Some("native") => Ok(Arc::from(NATIVE_COMPONENT)),
-        Some(path) => {
-            let bytes = std::fs::read(Path::new(path)).with_context(|| format!("reading component file {path}"))?;
-            Ok(Arc::from(bytes))
-        }
-    }
-}
-
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let data_dir = config.data_dir();
@@ -117,20 +103,38 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants = Grants { label: "root catalog".into(), kv: Some(store.space(ROOT_SPACE)?), config: vec![] };
-    let wasm = component_bytes(config.storage.backend.as_deref())?;
+    let grants =
+        Grants { label: "root catalog".into(), kv: Some(KvStore::Redb(store.space(ROOT_SPACE)?)), config: vec![] };
+    let wasm = builtin::component(config.storage.backend.as_deref().unwrap_or("native"))
+        .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let mounts = Mounts::new(Mount { prefix: vec![], space: ROOT_SPACE.into(), backend, warehouse });
+    let root = Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse, owner: None, read_only: false };
 
-    // Promise only what the host implements and every mount supports.
+    let named = open_mounts(config, &runtime).await?;
+    refuse_shadowing(&root, named.keys()).await?;
+    let mounts = Mounts::new(root, named);
+    let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
+    let endpoints = advertised_endpoints(&mounts);
+    Ok(AppState { mounts, tokens, endpoints, auth, authz: Authorizer::load(host, mount_owners)? })
+}
+
+/// What `/v1/config` promises: what the host implements and every mount supports;
+/// a read-only mount removes every mutating endpoint. Never empty.
+fn advertised_endpoints(mounts: &Mounts) -> Vec<String> {
+    let any_read_only = mounts.all().any(|m| m.read_only);
     let endpoints: Vec<String> = HOST_ENDPOINTS
         .iter()
         .filter(|e| mounts.all().all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e)))
+        .filter(|e| !(any_read_only && MUTATING_ENDPOINTS.contains(e)))
         .map(|e| e.to_string())
         .collect();
-    anyhow::ensure!(!endpoints.is_empty(), "no endpoint is supported by every mount");
-    Ok(AppState { mounts, tokens, endpoints, auth, authz: Authorizer::load(host)? })
+    if endpoints.is_empty() {
+        // An empty list would read as "everything" to clients: promise the one read
+        // every backend must serve.
+        return vec!["GET /v1/{prefix}/namespaces".to_string()];
+    }
+    endpoints
 }
 
 /// Runs the server until Ctrl-C.

@@ -49,7 +49,18 @@ impl Server {
 
     /// Starts a server, or returns everything it printed if it exited instead.
     pub fn try_start(extra_toml: &str) -> Result<Server, String> {
-        let dir = tempfile::tempdir().unwrap();
+        Self::try_start_in(tempfile::tempdir().unwrap(), extra_toml)
+    }
+
+    /// Stops this server and starts another on the same data directory.
+    pub fn restart(mut self, extra_toml: &str) -> Result<Server, String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        Self::try_start_in(dir, extra_toml)
+    }
+
+    fn try_start_in(dir: tempfile::TempDir, extra_toml: &str) -> Result<Server, String> {
         let config = dir.path().join("rustberg.toml");
         std::fs::write(&config, Self::config_text(dir.path(), extra_toml)).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rustberg"))
@@ -224,6 +235,26 @@ async fn status_json(r: reqwest::Response) -> (u16, Value) {
     let text = r.text().await.unwrap();
     let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
     (status, body)
+}
+
+/// A fresh, empty Postgres database on the machine's server (127.0.0.1:5432, user
+/// `postgres`), as a URL. Without a reachable server the test is skipped, visibly;
+/// under CI=true it fails instead.
+pub async fn postgres_database() -> Option<String> {
+    use sqlx::Connection;
+    let admin = std::env::var("RUSTBERG_TEST_POSTGRES").unwrap_or("postgres://postgres@127.0.0.1:5432/test".into());
+    let mut conn = match sqlx::PgConnection::connect(&admin).await {
+        Ok(conn) => conn,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required under CI: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED: PostgreSQL is not reachable at {admin}: {e}");
+            return None;
+        }
+    };
+    let name = format!("rustberg_test_{}", uuid::Uuid::now_v7().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.unwrap();
+    let base = admin.rsplit_once('/').unwrap().0;
+    Some(format!("{base}/{name}"))
 }
 
 /// Asserts an Iceberg error response: status, `error.type`, `error.code`.

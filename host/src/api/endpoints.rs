@@ -25,6 +25,25 @@ pub const HOST_ENDPOINTS: &[&str] = &[
     "POST /v1/{prefix}/tables/rename",
 ];
 
+/// The endpoints that change a catalog: a read-only mount removes them from what
+/// `/v1/config` promises.
+pub const MUTATING_ENDPOINTS: &[&str] = &[
+    "POST /v1/{prefix}/namespaces",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
+];
+
 /// Parts of spec paths the host does not implement yet: they answer 501 (which
 /// real clients read as "unsupported") and are absent from `endpoints`.
 const NOT_YET: &[&str] = &[

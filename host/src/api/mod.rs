@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::mounts::Mounts;
 use crate::paging::PageTokens;
 
-pub use endpoints::HOST_ENDPOINTS;
+pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 
 /// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
 pub const PREFIX: &str = "catalog";

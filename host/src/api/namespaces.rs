@@ -11,10 +11,15 @@ use super::model::{
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Privilege, Resource};
+use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
-use crate::paging::{self, Batch, PageAsk};
+use crate::mounts::Mount;
+use crate::paging::{self, Batch, PageAsk, PageTokens};
 use crate::plugins::bindings::PageRequest;
+use crate::plugins::BackendErrorKind;
+
+/// The cursor space of the mount names in a listing of the top level.
+const MOUNTS_SPACE: &str = "mounts";
 
 fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
     move || Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
@@ -22,6 +27,99 @@ fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
 
 fn absent(ns: &[String]) -> impl FnOnce(String) -> Error + '_ {
     move |_| no_such_namespace(ns)()
+}
+
+/// Refuses to change a mount root: it is configuration, not a namespace of a backend.
+fn refuse_mount_root(mount: &Mount, local: &[String], what: &str) -> Result<(), Error> {
+    match &mount.name {
+        Some(name) if local.is_empty() => {
+            Err(Error::BadRequest(format!("{name} is the root of {}: it cannot {what}", mount.label())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Lists one page of a mount's namespaces under `local_parent`, marking the ones the
+/// caller may not read.
+async fn backend_page(
+    mount: &Mount,
+    access: &Access,
+    parent: &[String],
+    local_parent: Option<Vec<String>>,
+    after: Option<String>,
+    limit: u32,
+) -> Result<Batch<Vec<String>>, Error> {
+    let page = mount
+        .backend
+        .list_namespaces(local_parent, PageRequest { after, limit })
+        .await
+        .map_err(|e| Error::from_backend(e, absent(parent)))?;
+    let mut items = Vec::with_capacity(page.items.len());
+    for entry in page.items {
+        let ns = mount.restore(entry.namespace);
+        let visible = access.can_read(&Resource::Namespace(ns.clone()))?;
+        items.push((visible.then_some(ns), entry.cursor));
+    }
+    Ok(Batch { items, done: page.done })
+}
+
+/// The top level: the mount names (configuration, sorted) followed by the root
+/// catalog's top-level namespaces. A token says which of the two cursor spaces it
+/// belongs to; one this server did not issue restarts the listing.
+async fn list_top_level(
+    state: &super::AppState,
+    access: &Access,
+    token: Option<&str>,
+    size: Option<u32>,
+) -> Result<ListNamespacesResponse, Error> {
+    let tokens: &PageTokens = &state.tokens;
+    let root = state.mounts.root();
+    let ask = PageAsk::from_query(tokens, &root.space, token, size);
+    // Where to start: in the mount names (after one of them), or in the root catalog.
+    let (mut in_mounts, mut after) = match token {
+        Some(t) if !t.is_empty() => match (tokens.verify(MOUNTS_SPACE, t), tokens.verify(&root.space, t)) {
+            (Some(mount), _) => (true, Some(mount)),
+            (None, Some(cursor)) => (false, Some(cursor)),
+            (None, None) => (true, None),
+        },
+        _ => (true, None),
+    };
+    let want = match ask {
+        PageAsk::All => None,
+        PageAsk::Page { size, .. } => Some(size as usize),
+    };
+    let mut namespaces = Vec::new();
+    if in_mounts {
+        for (name, _) in state.mounts.named() {
+            if after.as_ref().is_some_and(|a| name <= a) {
+                continue;
+            }
+            if want.is_some_and(|w| namespaces.len() >= w) {
+                let next = after.map(|a| tokens.issue(MOUNTS_SPACE, &a));
+                return Ok(ListNamespacesResponse { namespaces, next_page_token: next });
+            }
+            if access.can_read(&Resource::Namespace(vec![name.clone()]))? {
+                namespaces.push(vec![name.clone()]);
+            }
+            after = Some(name.clone());
+        }
+        in_mounts = false;
+        after = None;
+    }
+    debug_assert!(!in_mounts);
+    let remaining = want.map(|w| w - namespaces.len());
+    if remaining == Some(0) {
+        // Full at the end of the mount names: resume in the root catalog.
+        let next = state.mounts.named().last().map(|(name, _)| tokens.issue(MOUNTS_SPACE, name));
+        return Ok(ListNamespacesResponse { namespaces, next_page_token: next });
+    }
+    let ask = match remaining {
+        None => PageAsk::All,
+        Some(size) => PageAsk::Page { after, size: size as u32 },
+    };
+    let (more, next) = paging::fill(ask, |after, limit| backend_page(root, access, &[], None, after, limit)).await?;
+    namespaces.extend(more);
+    Ok(ListNamespacesResponse { namespaces, next_page_token: next.map(|c| tokens.issue(&root.space, &c)) })
 }
 
 pub async fn list(
@@ -34,32 +132,16 @@ pub async fn list(
         Some(raw) => parse_namespace(raw)?,
     };
     let access = state.authz.access(caller.0)?;
-    if !parent.is_empty() {
-        access.require(&Resource::Namespace(parent.clone()), Privilege::Read, no_such_namespace(&parent))?;
+    if parent.is_empty() {
+        return Ok(axum::Json(list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await?));
     }
-    let (mount, local) = state.mounts.route(&parent)?;
+    access.require(&Resource::Namespace(parent.clone()), Privilege::Read, no_such_namespace(&parent))?;
+    let (mount, local) = state.mounts.route(&parent);
     let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
     let local_parent = (!local.is_empty()).then(|| local.to_vec());
-    let (namespaces, next) = paging::fill(ask, |after, limit| {
-        let parent_arg = local_parent.clone();
-        let access = &access;
-        let parent = &parent;
-        async move {
-            let page = mount
-                .backend
-                .list_namespaces(parent_arg, PageRequest { after, limit })
-                .await
-                .map_err(|e| Error::from_backend(e, absent(parent)))?;
-            let mut items = Vec::with_capacity(page.items.len());
-            for entry in page.items {
-                let ns = mount.restore(entry.namespace);
-                let visible = access.can_read(&Resource::Namespace(ns.clone()))?;
-                items.push((visible.then_some(ns), entry.cursor));
-            }
-            Ok::<_, Error>(Batch { items, done: page.done })
-        }
-    })
-    .await?;
+    let (namespaces, next) =
+        paging::fill(ask, |after, limit| backend_page(mount, &access, &parent, local_parent.clone(), after, limit))
+            .await?;
     Ok(axum::Json(ListNamespacesResponse {
         namespaces,
         next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
@@ -71,27 +153,33 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     Json(req): Json<CreateNamespaceRequest>,
 ) -> Result<impl IntoResponse, Error> {
-    if req.namespace.is_empty() || req.namespace.iter().any(String::is_empty) {
+    let ns = req.namespace;
+    if ns.is_empty() || ns.iter().any(String::is_empty) {
         return Err(Error::BadRequest("the namespace must have at least one level, none empty".into()));
     }
     let tenant = caller.0.tenant.clone();
     let access = state.authz.access(caller.0)?;
-    let parent = &req.namespace[..req.namespace.len() - 1];
+    let parent = &ns[..ns.len() - 1];
     if parent.is_empty() {
         access.require_create_root()?;
     } else {
         access.require(&Resource::Namespace(parent.to_vec()), Privilege::Write, no_such_namespace(parent))?;
     }
-    let (mount, local) = state.mounts.route(&req.namespace)?;
-    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
-    let stored = mount.backend.create_namespace(local.to_vec(), properties).await.map_err(|e| {
-        Error::from_backend(e, |m| Error::NoSuchNamespace(format!("cannot create {}: {m}", parent.join("."))))
-    })?;
-    if parent.is_empty() {
-        // The backend created it, so it is new: its owner is the creator's tenant.
-        state.authz.set_owner(&req.namespace[0], &tenant)?;
+    let (mount, local) = state.mounts.route(&ns);
+    if local.is_empty() {
+        return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
     }
-    Ok(axum::Json(NamespaceResponse { namespace: req.namespace, properties: stored.into_iter().collect() }))
+    mount.check_writable()?;
+    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
+    let stored = mount.backend.create_namespace(local.to_vec(), properties).await.map_err(|e| match e.kind {
+        BackendErrorKind::AlreadyExists => Error::AlreadyExists(format!("namespace {} already exists", ns.join("."))),
+        _ => Error::from_backend(e, absent(parent)),
+    })?;
+    if mount.name.is_none() && parent.is_empty() {
+        // The backend created it, so it is new: its owner is the creator's tenant.
+        state.authz.set_owner(&ns[0], &tenant)?;
+    }
+    Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
 }
 
 pub async fn load(
@@ -102,7 +190,11 @@ pub async fn load(
     let ns = parse_namespace(&raw)?;
     let access = state.authz.access(caller.0)?;
     access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
-    let (mount, local) = state.mounts.route(&ns)?;
+    let (mount, local) = state.mounts.route(&ns);
+    if local.is_empty() {
+        // A mount root is synthetic: it exists because the mount does.
+        return Ok(axum::Json(NamespaceResponse { namespace: ns, properties: Default::default() }));
+    }
     let properties =
         mount.backend.load_namespace(local.to_vec()).await.map_err(|e| Error::from_backend(e, absent(&ns)))?;
     Ok(axum::Json(NamespaceResponse { properties: properties.into_iter().collect(), namespace: ns }))
@@ -120,17 +212,19 @@ pub async fn drop(
     let ns = parse_namespace(&raw)?;
     let resource = Resource::Namespace(ns.clone());
     state.authz.access(caller.0)?.require(&resource, Privilege::Write, no_such_namespace(&ns))?;
-    let (mount, local) = state.mounts.route(&ns)?;
+    let (mount, local) = state.mounts.route(&ns);
+    refuse_mount_root(mount, local, "be dropped")?;
+    mount.check_writable()?;
     match mount.backend.drop_namespace(local.to_vec()).await {
         Ok(()) => {}
-        Err(e) if e.kind == crate::plugins::BackendErrorKind::Conflict => {
-            return Err(Error::NamespaceNotEmpty(e.message))
+        Err(e) if e.kind == BackendErrorKind::Conflict => {
+            return Err(Error::NamespaceNotEmpty(format!("namespace {} is not empty", ns.join("."))))
         }
         Err(e) => return Err(Error::from_backend(e, absent(&ns))),
     }
     // Nothing created later under this name may inherit its grants or its owner.
     state.authz.revoke_within(&resource)?;
-    if ns.len() == 1 {
+    if mount.name.is_none() && ns.len() == 1 {
         state.authz.forget_owner(&ns[0])?;
     }
     Ok(StatusCode::NO_CONTENT)
@@ -151,7 +245,9 @@ pub async fn update_properties(
         Privilege::Write,
         no_such_namespace(&ns),
     )?;
-    let (mount, local) = state.mounts.route(&ns)?;
+    let (mount, local) = state.mounts.route(&ns);
+    refuse_mount_root(mount, local, "have its properties changed")?;
+    mount.check_writable()?;
     let updates: Vec<(String, String)> = req.updates.into_iter().collect();
     let result = mount
         .backend

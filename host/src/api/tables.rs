@@ -38,11 +38,12 @@ fn resolve<'s>(
 ) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
     state.authz.access(caller.0)?.require(&Resource::table(&ns, &name), needed, no_such_table(&ns, &name))?;
-    let (mount, local) = state.mounts.route(&ns)?;
+    let (mount, local) = state.mounts.route_container(&ns)?;
     Ok((mount, Ident { namespace: local.to_vec(), name }))
 }
 
-/// Checks `needed` on a namespace and resolves it.
+/// Checks `needed` on the namespace a new table goes into and resolves it (refusing
+/// a mount root and, for writes, a read-only mount).
 fn resolve_namespace<'s>(
     state: &'s super::AppState,
     access: &Access,
@@ -50,7 +51,10 @@ fn resolve_namespace<'s>(
     needed: Privilege,
 ) -> Result<(&'s crate::mounts::Mount, Vec<String>), Error> {
     access.require(&Resource::Namespace(ns.to_vec()), needed, no_such_namespace(ns))?;
-    let (mount, local) = state.mounts.route(ns)?;
+    let (mount, local) = state.mounts.route_container(ns)?;
+    if needed >= Privilege::Write {
+        mount.check_writable()?;
+    }
     Ok((mount, local.to_vec()))
 }
 
@@ -62,7 +66,13 @@ pub async fn list(
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
     let access = state.authz.access(caller.0)?;
-    let (mount, local) = resolve_namespace(&state, &access, &ns, Privilege::Read)?;
+    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
+    let (mount, local) = state.mounts.route(&ns);
+    if local.is_empty() {
+        // A mount root holds namespaces only.
+        return Ok(axum::Json(ListTablesResponse { identifiers: vec![], next_page_token: None }));
+    }
+    let local = local.to_vec();
     let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
     let (names, next) = paging::fill(ask, |after, limit| {
         let local = local.clone();
@@ -120,7 +130,12 @@ pub async fn create(
             TableResult { metadata_location: None, metadata_json: &metadata_json, config: Some(&[]) }.into_response()
         );
     }
-    let committed = tables::create(mount, &ident, &metadata).await?;
+    let committed = tables::create(mount, &ident, &metadata).await.map_err(|e| match e {
+        Error::AlreadyExists(_) => {
+            Error::AlreadyExists(format!("table {}.{} already exists", ns.join("."), ident.name))
+        }
+        e => e,
+    })?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
@@ -165,6 +180,7 @@ pub async fn commit(
         }
     }
     let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    mount.check_writable()?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -182,6 +198,7 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let resource = Resource::table(&parse_namespace(&raw)?, &name);
     let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    mount.check_writable()?;
     tables::drop_table(mount, &ident, q.purge()).await?;
     state.authz.revoke_within(&resource)?;
     Ok(StatusCode::NO_CONTENT)
@@ -196,7 +213,13 @@ pub async fn register(
     let ns = parse_namespace(&raw)?;
     let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0)?, &ns, Privilege::Write)?;
     let ident = Ident { namespace: local, name: req.name };
-    let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
+    let committed =
+        tables::register(mount, &ident, &req.metadata_location, req.overwrite).await.map_err(|e| match e {
+            Error::AlreadyExists(_) => {
+                Error::AlreadyExists(format!("table {}.{} already exists", ns.join("."), ident.name))
+            }
+            e => e,
+        })?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
@@ -221,8 +244,8 @@ pub async fn rename(
     access.require(&from, Privilege::Write, no_such_table(&req.source.namespace, &req.source.name))?;
     let destination_ns = Resource::Namespace(req.destination.namespace.clone());
     access.require(&destination_ns, Privilege::Write, no_such_namespace(&req.destination.namespace))?;
-    let (from_mount, from_local) = state.mounts.route(&req.source.namespace)?;
-    let (to_mount, to_local) = state.mounts.route(&req.destination.namespace)?;
+    let (from_mount, from_local) = state.mounts.route_container(&req.source.namespace)?;
+    let (to_mount, to_local) = state.mounts.route_container(&req.destination.namespace)?;
     if !std::ptr::eq(from_mount, to_mount) {
         return Err(Error::Unsupported(format!(
             "cannot rename across mounts: from {} to {}",
@@ -232,7 +255,15 @@ pub async fn rename(
     }
     let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
     let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
-    tables::rename(from_mount, &source, &destination).await?;
+    from_mount.check_writable()?;
+    tables::rename(from_mount, &source, &destination).await.map_err(|e| match e {
+        Error::AlreadyExists(_) => Error::AlreadyExists(format!(
+            "table {}.{} already exists",
+            req.destination.namespace.join("."),
+            destination.name
+        )),
+        e => e,
+    })?;
     state.authz.move_grants(&from, &to)?;
     Ok(StatusCode::NO_CONTENT)
 }

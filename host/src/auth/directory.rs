@@ -10,7 +10,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::storage::kv::{Check, KvError, KvSpace, Write};
+use crate::storage::kv::{Check, KvError, RedbSpace, Write};
 
 /// A principal's role inside its tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,11 +69,11 @@ fn secret_matches(hash: &str, secret: &str) -> bool {
 /// Where principals and tenants are found.
 pub struct Directory {
     configured: BTreeMap<String, Principal>,
-    space: KvSpace,
+    space: RedbSpace,
 }
 
 impl Directory {
-    pub fn new(configured: BTreeMap<String, Principal>, space: KvSpace) -> Self {
+    pub fn new(configured: BTreeMap<String, Principal>, space: RedbSpace) -> Self {
         Self { configured, space }
     }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{end_of, store_err, Authorizer, Privilege, Resource};
 use crate::error::Error;
-use crate::storage::kv::{KvSpace, Write};
+use crate::storage::kv::{RedbSpace, Write};
 
 /// Who a grant is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,7 +31,7 @@ fn key(id: &str) -> Vec<u8> {
 }
 
 /// Reads every stored grant.
-pub(super) fn load(space: &KvSpace) -> Result<Vec<Grant>, Error> {
+pub(super) fn load(space: &RedbSpace) -> Result<Vec<Grant>, Error> {
     space
         .scan(GRANT.as_bytes(), Some(&end_of(GRANT)), usize::MAX)
         .map_err(store_err)?

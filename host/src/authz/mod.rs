@@ -2,8 +2,9 @@
 //!
 //! - Every root namespace has an owner tenant, recorded by the host when the
 //!   namespace is created (never a namespace property, so no property update can
-//!   change it). Children inherit it. A namespace with no recorded owner is
-//!   invisible to everybody.
+//!   change it). A mount's owner is declared by its configuration and is
+//!   authoritative for the whole mount. Children inherit. A namespace with no
+//!   recorded owner is invisible to everybody.
 //! - Members of the owner tenant act by their role (reader, writer, admin);
 //!   server admins manage everything that has an owner.
 //! - Grants add `read`, `write` or `manage` on a namespace subtree, a table or a
@@ -22,7 +23,7 @@ pub use grants::{Grant, Grantee};
 
 use crate::auth::{Principal, Role};
 use crate::error::Error;
-use crate::storage::kv::{KvError, KvSpace, Write};
+use crate::storage::kv::{KvError, RedbSpace, Write};
 
 /// What a caller may do. Each level includes the ones below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -109,14 +110,17 @@ struct Snapshot {
 
 /// Ownership records and grants.
 pub struct Authorizer {
-    space: KvSpace,
+    /// Each mount's configured owner: authoritative for the whole mount.
+    mount_owners: Arc<HashMap<String, String>>,
+    space: RedbSpace,
     snapshot: RwLock<Arc<Snapshot>>,
     writer: Mutex<()>,
 }
 
 impl Authorizer {
-    /// Loads every owner and grant from the host key space.
-    pub fn load(space: KvSpace) -> Result<Self, Error> {
+    /// Loads every owner and grant from the host key space; `mount_owners` are the
+    /// owners the mount table declares.
+    pub fn load(space: RedbSpace, mount_owners: HashMap<String, String>) -> Result<Self, Error> {
         let mut snapshot = Snapshot::default();
         for entry in space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).map_err(store_err)? {
             let root = String::from_utf8_lossy(&entry.key[OWNER.len()..]).into_owned();
@@ -125,7 +129,12 @@ impl Authorizer {
         for grant in grants::load(&space)? {
             snapshot.grants.entry(grant.grantee.clone()).or_default().push(grant);
         }
-        Ok(Self { space, snapshot: RwLock::new(Arc::new(snapshot)), writer: Mutex::new(()) })
+        Ok(Self {
+            mount_owners: Arc::new(mount_owners),
+            space,
+            snapshot: RwLock::new(Arc::new(snapshot)),
+            writer: Mutex::new(()),
+        })
     }
 
     fn read(&self) -> Arc<Snapshot> {
@@ -146,11 +155,6 @@ impl Authorizer {
         format!("{OWNER}{root}").into_bytes()
     }
 
-    /// The tenant owning a root namespace, if recorded.
-    pub fn owner(&self, root: &str) -> Option<String> {
-        self.read().owners.get(root).cloned()
-    }
-
     /// Records the owner of a root namespace that was just created.
     pub fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
         let write = Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) };
@@ -169,7 +173,7 @@ impl Authorizer {
     /// Everything needed to decide for one caller during one request.
     pub fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
         let grantees = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
-        Ok(Access { caller, grantees, snapshot: self.read() })
+        Ok(Access { caller, grantees, mount_owners: self.mount_owners.clone(), snapshot: self.read() })
     }
 }
 
@@ -184,6 +188,7 @@ pub struct Access {
     pub caller: Arc<Principal>,
     /// The caller and its tenant, as grantees.
     grantees: [Grantee; 2],
+    mount_owners: Arc<HashMap<String, String>>,
     snapshot: Arc<Snapshot>,
 }
 
@@ -193,7 +198,9 @@ impl Access {
         let Some(root) = resource.namespace().first() else {
             return Ok(None);
         };
-        let Some(owner) = self.snapshot.owners.get(root) else {
+        // A mount's declared owner decides for the whole mount; nothing its backend
+        // stores can change that.
+        let Some(owner) = self.mount_owners.get(root).or_else(|| self.snapshot.owners.get(root)) else {
             return Ok(None);
         };
         if self.caller.server_admin {

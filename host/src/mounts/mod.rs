@@ -1,7 +1,16 @@
 //! The mount table: which backend and warehouse serve a namespace.
 //!
-//! For now there is one mount, the root catalog (`storage.catalog_url`); named
-//! mounts claiming top-level namespaces come with federation.
+//! A mount claims one top-level name: `prod.analytics.events` goes to the mount
+//! `prod` as `analytics.events`. Names no mount claims reach the root catalog
+//! (`storage.catalog_url`). The mount name is stripped here on the way down
+//! ([`Mounts::route`]) and restored here on the way up ([`Mount::restore`]); a
+//! backend never sees the name it is mounted under.
+
+mod open;
+
+use std::collections::BTreeMap;
+
+pub use open::{open_mounts, refuse_shadowing};
 
 use crate::error::Error;
 use crate::plugins::Backend;
@@ -9,47 +18,98 @@ use crate::storage::warehouse::Warehouse;
 
 /// A backend with the warehouse it governs.
 pub struct Mount {
-    /// The namespace levels the mount claims (empty for the root catalog); stripped
-    /// on the way down, restored on the way up.
-    pub prefix: Vec<String>,
+    /// The mount's name; `None` for the root catalog.
+    pub name: Option<String>,
     /// The cursor space of this mount's listings (part of every page token).
     pub space: String,
     pub backend: Backend,
     pub warehouse: Warehouse,
+    /// The tenant owning the whole mount (authoritative; `None` for the root catalog,
+    /// whose namespaces record their own owners).
+    pub owner: Option<String>,
+    /// Refuse every write (501).
+    pub read_only: bool,
 }
 
 impl Mount {
+    /// How the mount is named in messages.
+    pub fn label(&self) -> &str {
+        self.backend.label()
+    }
+
     /// A namespace of this backend as clients see it.
     pub fn restore(&self, mut local: Vec<String>) -> Vec<String> {
-        if !self.prefix.is_empty() {
-            local.splice(0..0, self.prefix.iter().cloned());
+        if let Some(name) = &self.name {
+            local.insert(0, name.clone());
         }
         local
+    }
+
+    /// Refuses a write under a read-only mount.
+    pub fn check_writable(&self) -> Result<(), Error> {
+        if self.read_only {
+            return Err(Error::Unsupported(format!("{} is read-only", self.label())));
+        }
+        Ok(())
     }
 }
 
 /// Every mount of the server.
 pub struct Mounts {
     root: Mount,
+    named: BTreeMap<String, Mount>,
 }
 
 impl Mounts {
-    pub fn new(root: Mount) -> Self {
-        Self { root }
+    pub fn new(root: Mount, named: BTreeMap<String, Mount>) -> Self {
+        Self { root, named }
     }
 
-    /// The mount serving `namespace`, and the namespace as that backend knows it.
-    pub fn route<'a>(&self, namespace: &'a [String]) -> Result<(&Mount, &'a [String]), Error> {
-        Ok((&self.root, namespace))
+    /// The mount serving `namespace`, and the namespace as that backend knows it (empty
+    /// for a mount root).
+    pub fn route<'a>(&self, namespace: &'a [String]) -> (&Mount, &'a [String]) {
+        match namespace.split_first() {
+            Some((first, rest)) => match self.named.get(first) {
+                Some(mount) => (mount, rest),
+                None => (&self.root, namespace),
+            },
+            None => (&self.root, namespace),
+        }
     }
 
-    /// The mount that serves the top level of the tree.
+    /// Routes the namespace a table or view lives in. A mount root holds namespaces,
+    /// not tables: naming a table directly under it is a bad request.
+    pub fn route_container<'a>(&self, namespace: &'a [String]) -> Result<(&Mount, &'a [String]), Error> {
+        let (mount, local) = self.route(namespace);
+        if local.is_empty() {
+            return Err(Error::BadRequest(match &mount.name {
+                Some(name) => format!(
+                    "{name} is the root of {}: it holds namespaces, not tables or views; use {name}.<namespace>.<name>",
+                    mount.label()
+                ),
+                None => "tables and views live inside a namespace".into(),
+            }));
+        }
+        Ok((mount, local))
+    }
+
+    /// The root catalog.
     pub fn root(&self) -> &Mount {
         &self.root
     }
 
-    /// Every mount, for capability negotiation and health.
+    /// The named mounts, sorted by name.
+    pub fn named(&self) -> impl Iterator<Item = (&String, &Mount)> {
+        self.named.iter()
+    }
+
+    /// Whether `name` is a mount.
+    pub fn is_mount(&self, name: &str) -> bool {
+        self.named.contains_key(name)
+    }
+
+    /// Every mount, the root catalog first.
     pub fn all(&self) -> impl Iterator<Item = &Mount> {
-        std::iter::once(&self.root)
+        std::iter::once(&self.root).chain(self.named.values())
     }
 }

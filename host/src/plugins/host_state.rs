@@ -12,14 +12,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
-use crate::storage::kv::{self as store, KvError, KvSpace};
+use crate::storage::kv::{self as store, KvError, KvStore};
 
 /// What a mount gives its backend: a name for messages, an optional key space,
 /// and configuration values.
 pub struct Grants {
     /// How the mount is named in messages, e.g. "mount `prod`".
     pub label: String,
-    pub kv: Option<KvSpace>,
+    pub kv: Option<KvStore>,
     pub config: Vec<(String, String)>,
 }
 
@@ -72,8 +72,8 @@ fn kv_error(e: KvError) -> WitError {
 }
 
 impl HostState {
-    fn space(&self) -> Result<&KvSpace, WitError> {
-        self.grants.kv.as_ref().ok_or_else(|| WitError::Unsupported("this mount grants no key space".into()))
+    fn no_space(&self) -> WitError {
+        WitError::Unsupported(format!("{} grants no key space", self.grants.label))
     }
 }
 
@@ -85,7 +85,8 @@ impl types::Host for HostState {}
 
 impl kv::Host for HostState {
     async fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<kv::Entry>, WitError>> {
-        Ok(self.space().and_then(|s| s.get(&key).map(|e| e.map(entry)).map_err(kv_error)))
+        let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
+        Ok(space.get(&key).await.map(|e| e.map(entry)).map_err(kv_error))
     }
 
     async fn scan(
@@ -94,11 +95,12 @@ impl kv::Host for HostState {
         end: Option<Vec<u8>>,
         limit: u32,
     ) -> wasmtime::Result<Result<Vec<kv::Entry>, WitError>> {
-        Ok(self.space().and_then(|s| {
-            s.scan(&start, end.as_deref(), limit as usize)
-                .map(|rows| rows.into_iter().map(entry).collect())
-                .map_err(kv_error)
-        }))
+        let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
+        Ok(space
+            .scan(&start, end.as_deref(), limit as usize)
+            .await
+            .map(|rows| rows.into_iter().map(entry).collect())
+            .map_err(kv_error))
     }
 
     async fn commit(
@@ -117,7 +119,8 @@ impl kv::Host for HostState {
             .collect();
         let writes: Vec<store::Write> =
             writes.into_iter().map(|w| store::Write { key: w.key, value: w.value }).collect();
-        Ok(self.space().and_then(|s| s.commit(&checks, &writes).map_err(kv_error)))
+        let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
+        Ok(space.commit(&checks, &writes).await.map_err(kv_error))
     }
 }
 

@@ -5,9 +5,11 @@
 //! - `pool`: per-mount warm instances, call deadlines and memory caps.
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
 //! - `backend`: typed async calls into a component's `backend` export.
+//! - `builtin`: the components shipped inside the binary.
 
 mod backend;
 pub mod bindings;
+pub mod builtin;
 mod host_state;
 mod pool;
 mod runtime;

@@ -1,14 +1,12 @@
-//! Transactional key spaces on redb: the state behind the `kv` capability.
+//! Transactional key spaces: the state behind the `kv` capability, on a redb file
+//! (`kv_redb`) or a Postgres database (`kv_postgres`).
 //!
-//! One redb file holds any number of key spaces, one redb table each, so a key
-//! space is one mount's alone. Every stored value carries a version taken from a
-//! per-file counter that only grows, so a version is never reused (no ABA on
-//! delete and re-create).
+//! A key space is one mount's alone. Keys sort bytewise. Every stored value carries
+//! a version that only grows and is never reused (no ABA on delete and re-create).
+//! A commit applies every write if every check holds, atomically, or nothing.
 
-use std::path::Path;
-use std::sync::Arc;
-
-use redb::{Database, ReadableTable, TableDefinition};
+pub use super::kv_postgres::{PgSpace, PgStore};
+pub use super::kv_redb::{RedbSpace, RedbStore};
 
 /// A stored value with its version.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,55 +40,41 @@ pub enum KvError {
     Store(String),
 }
 
-fn store_err(e: impl std::fmt::Display) -> KvError {
-    KvError::Store(e.to_string())
-}
-
-const COUNTER: TableDefinition<&str, u64> = TableDefinition::new("rustberg:counter");
-const VERSION_LEN: usize = 8;
-
-/// A redb file holding key spaces.
+/// A mount's key space, on whichever store its `catalog_url` names.
 #[derive(Clone)]
-pub struct RedbStore {
-    db: Arc<Database>,
+pub enum KvStore {
+    Redb(RedbSpace),
+    Postgres(PgSpace),
 }
 
-impl RedbStore {
-    /// Opens (or creates) the file.
-    pub fn open(path: &Path) -> Result<Self, KvError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(store_err)?;
+impl KvStore {
+    /// Reads one key.
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
+        match self {
+            KvStore::Redb(s) => s.get(key),
+            KvStore::Postgres(s) => s.get(key).await,
         }
-        let db = Database::create(path).map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
-        let txn = db.begin_write().map_err(store_err)?;
-        txn.open_table(COUNTER).map_err(store_err)?;
-        txn.commit().map_err(store_err)?;
-        Ok(Self { db: Arc::new(db) })
     }
 
-    /// The key space `name`, created if missing.
-    pub fn space(&self, name: &str) -> Result<KvSpace, KvError> {
-        let space = KvSpace { db: self.db.clone(), table: format!("kv:{name}") };
-        let txn = self.db.begin_write().map_err(store_err)?;
-        txn.open_table(space.def()).map_err(store_err)?;
-        txn.commit().map_err(store_err)?;
-        Ok(space)
+    /// Reads up to `limit` keys in [start, end).
+    pub async fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
+        match self {
+            KvStore::Redb(s) => s.scan(start, end, limit),
+            KvStore::Postgres(s) => s.scan(start, end, limit).await,
+        }
+    }
+
+    /// Applies every write if every check holds, atomically and durably.
+    pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        match self {
+            KvStore::Redb(s) => s.commit(checks, writes),
+            KvStore::Postgres(s) => s.commit(checks, writes).await,
+        }
     }
 }
 
-/// One isolated key space.
-#[derive(Clone)]
-pub struct KvSpace {
-    db: Arc<Database>,
-    table: String,
-}
-
-fn split(stored: &[u8]) -> (u64, &[u8]) {
-    let (version, value) = stored.split_at(VERSION_LEN);
-    (u64::from_le_bytes(version.try_into().expect("eight bytes")), value)
-}
-
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+/// The first key after every key that starts with `prefix` (`None`: no such key).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {
@@ -99,141 +83,4 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
-}
-
-impl KvSpace {
-    fn def(&self) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
-        TableDefinition::new(&self.table)
-    }
-
-    /// Reads one key.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
-        let txn = self.db.begin_read().map_err(store_err)?;
-        let table = txn.open_table(self.def()).map_err(store_err)?;
-        Ok(table.get(key).map_err(store_err)?.map(|v| {
-            let (version, value) = split(v.value());
-            Entry { key: key.to_vec(), value: value.to_vec(), version }
-        }))
-    }
-
-    /// Reads up to `limit` keys in [start, end).
-    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
-        let txn = self.db.begin_read().map_err(store_err)?;
-        let table = txn.open_table(self.def()).map_err(store_err)?;
-        let range = match end {
-            Some(end) if end <= start => return Ok(vec![]),
-            Some(end) => table.range::<&[u8]>(start..end),
-            None => table.range::<&[u8]>(start..),
-        }
-        .map_err(store_err)?;
-        range
-            .take(limit)
-            .map(|row| {
-                let (k, v) = row.map_err(store_err)?;
-                let (version, value) = split(v.value());
-                Ok(Entry { key: k.value().to_vec(), value: value.to_vec(), version })
-            })
-            .collect()
-    }
-
-    /// Applies every write if every check holds, atomically and durably.
-    pub fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let txn = self.db.begin_write().map_err(store_err)?;
-        {
-            let mut table = txn.open_table(self.def()).map_err(store_err)?;
-            for check in checks {
-                let holds = match check {
-                    Check::Absent(key) => table.get(key.as_slice()).map_err(store_err)?.is_none(),
-                    Check::Present(key) => table.get(key.as_slice()).map_err(store_err)?.is_some(),
-                    Check::AtVersion(key, want) => {
-                        table.get(key.as_slice()).map_err(store_err)?.is_some_and(|v| split(v.value()).0 == *want)
-                    }
-                    Check::PrefixEmpty(prefix) => {
-                        let end = prefix_end(prefix);
-                        let mut range = match &end {
-                            Some(end) => table.range::<&[u8]>(prefix.as_slice()..end.as_slice()),
-                            None => table.range::<&[u8]>(prefix.as_slice()..),
-                        }
-                        .map_err(store_err)?;
-                        range.next().is_none()
-                    }
-                };
-                if !holds {
-                    return Err(KvError::Conflict);
-                }
-            }
-            let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
-            let version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0) + 1;
-            counter.insert("version", version).map_err(store_err)?;
-            let mut stored = Vec::new();
-            for write in writes {
-                match &write.value {
-                    Some(value) => {
-                        stored.clear();
-                        stored.extend_from_slice(&version.to_le_bytes());
-                        stored.extend_from_slice(value);
-                        table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
-                    }
-                    None => {
-                        table.remove(write.key.as_slice()).map_err(store_err)?;
-                    }
-                }
-            }
-        }
-        txn.commit().map_err(store_err)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn space() -> (tempfile::TempDir, KvSpace, KvSpace) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RedbStore::open(&dir.path().join("kv.redb")).unwrap();
-        (dir, store.space("a").unwrap(), store.space("b").unwrap())
-    }
-
-    fn put(key: &[u8], value: &[u8]) -> Write {
-        Write { key: key.to_vec(), value: Some(value.to_vec()) }
-    }
-
-    #[test]
-    fn commit_applies_all_or_nothing() {
-        let (_dir, a, _) = space();
-        a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"1")]).unwrap();
-        let v1 = a.get(b"k").unwrap().unwrap();
-        // A failing check leaves every write unapplied.
-        let err = a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"2"), put(b"x", b"2")]);
-        assert!(matches!(err, Err(KvError::Conflict)));
-        assert_eq!(a.get(b"k").unwrap().unwrap().value, b"1");
-        assert!(a.get(b"x").unwrap().is_none());
-        // Version checks are compare-and-swap.
-        a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"3")]).unwrap();
-        let stale = a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"4")]);
-        assert!(matches!(stale, Err(KvError::Conflict)));
-        assert_eq!(a.get(b"k").unwrap().unwrap().value, b"3");
-    }
-
-    #[test]
-    fn versions_are_never_reused() {
-        let (_dir, a, _) = space();
-        a.commit(&[], &[put(b"k", b"1")]).unwrap();
-        let first = a.get(b"k").unwrap().unwrap().version;
-        a.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
-        a.commit(&[], &[put(b"k", b"1")]).unwrap();
-        assert_ne!(a.get(b"k").unwrap().unwrap().version, first);
-    }
-
-    #[test]
-    fn scans_and_prefix_checks_stay_in_their_space() {
-        let (_dir, a, b) = space();
-        a.commit(&[], &[put(b"p1", b""), put(b"p2", b""), put(b"q", b"")]).unwrap();
-        b.commit(&[], &[put(b"p0", b"")]).unwrap();
-        let keys: Vec<_> = a.scan(b"p", Some(b"q"), 10).unwrap().into_iter().map(|e| e.key).collect();
-        assert_eq!(keys, vec![b"p1".to_vec(), b"p2".to_vec()]);
-        assert_eq!(a.scan(b"p", None, 1).unwrap().len(), 1);
-        assert!(b.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]).is_ok());
-        assert!(matches!(a.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]), Err(KvError::Conflict)));
-    }
 }

@@ -2,4 +2,6 @@
 //! for metadata and data files.
 
 pub mod kv;
+mod kv_postgres;
+mod kv_redb;
 pub mod warehouse;

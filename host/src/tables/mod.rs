@@ -35,19 +35,20 @@ pub struct Committed {
     pub metadata_json: String,
 }
 
-fn dotted(ident: &Ident) -> String {
-    let mut s = ident.namespace.join(".");
+/// A table's name as clients see it (the mount name restored).
+fn dotted(mount: &Mount, ident: &Ident) -> String {
+    let mut s = mount.restore(ident.namespace.clone()).join(".");
     s.push('.');
     s.push_str(&ident.name);
     s
 }
 
-fn no_such_table(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
-    move |_| Error::NoSuchTable(format!("table {} does not exist", dotted(ident)))
+fn no_such_table<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
+    move |_| Error::NoSuchTable(format!("table {} does not exist", dotted(mount, ident)))
 }
 
-fn no_such_namespace(ident: &Ident) -> impl FnOnce(String) -> Error + '_ {
-    move |_| Error::NoSuchNamespace(format!("namespace {} does not exist", ident.namespace.join(".")))
+fn no_such_namespace<'a>(mount: &'a Mount, namespace: &'a [String]) -> impl FnOnce(String) -> Error + 'a {
+    move |_| Error::NoSuchNamespace(format!("namespace {} does not exist", mount.restore(namespace.to_vec()).join(".")))
 }
 
 fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVersion, Error> {
@@ -65,7 +66,7 @@ fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Re
         Some(location) if !mount.warehouse.contains(&location) => Err(Error::BadRequest(format!(
             "location {location} is outside the warehouse {} of {}",
             mount.warehouse.root(),
-            mount.backend.label()
+            mount.label()
         ))),
         Some(location) => Ok(location.trim_end_matches('/').to_string()),
         None => Ok(mount.warehouse.default_location(&ident.namespace, &ident.name)),
@@ -113,14 +114,14 @@ pub async fn create(mount: &Mount, ident: &Ident, metadata: &TableMetadata) -> R
     };
     if let Err(e) = mount.backend.create_table(ident.clone(), pointer).await {
         mount.warehouse.delete_quietly(&committed.metadata_location).await;
-        return Err(Error::from_backend(e, no_such_namespace(ident)));
+        return Err(Error::from_backend(e, no_such_namespace(mount, &ident.namespace)));
     }
     Ok(committed)
 }
 
 /// Loads a table's pointer.
 pub async fn load(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
-    mount.backend.load_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(ident)))
+    mount.backend.load_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
@@ -151,7 +152,7 @@ pub async fn commit(
         let current = current_metadata(mount, &pointer).await?;
         for requirement in requirements {
             requirement.check(Some(&current)).map_err(|e| {
-                Error::CommitFailed(format!("requirement failed for {}: {}", dotted(ident), e.message()))
+                Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
             })?;
         }
         let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
@@ -175,12 +176,12 @@ pub async fn commit(
             Err(e) => {
                 mount.warehouse.delete_quietly(&committed.metadata_location).await;
                 if e.kind != BackendErrorKind::Conflict {
-                    return Err(Error::from_backend(e, no_such_table(ident)));
+                    return Err(Error::from_backend(e, no_such_table(mount, ident)));
                 }
             }
         }
     }
-    Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(ident))))
+    Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(mount, ident))))
 }
 
 /// Records an existing metadata file as a table (registerTable).
@@ -194,7 +195,7 @@ pub async fn register(
         return Err(Error::BadRequest(format!(
             "metadata location {metadata_location} is outside the warehouse {} of {}",
             mount.warehouse.root(),
-            mount.backend.label()
+            mount.label()
         )));
     }
     let metadata = mount.warehouse.read_table_metadata(metadata_location).await?;
@@ -212,22 +213,25 @@ pub async fn register(
                 .backend
                 .commit_table(ident.clone(), current.metadata_location, pointer)
                 .await
-                .map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
+                .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
             Ok(committed)
         }
-        Err(e) => Err(Error::from_backend(e, no_such_namespace(ident))),
+        Err(e) => Err(Error::from_backend(e, no_such_namespace(mount, &ident.namespace))),
     }
 }
 
 /// Forgets a table; with `purge`, also deletes its files.
 pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
-    let pointer =
-        mount.backend.drop_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(ident)))?;
+    let pointer = mount
+        .backend
+        .drop_table(ident.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
     if purge {
         match current_metadata(mount, &pointer).await {
             Ok(metadata) => mount.warehouse.purge(metadata.location()).await?,
             Err(e) => {
-                tracing::warn!(table = %dotted(ident), error = %e, "dropped, but could not purge")
+                tracing::warn!(table = %dotted(mount, ident), error = %e, "dropped, but could not purge")
             }
         }
     }
@@ -241,10 +245,10 @@ pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Resul
         .backend
         .load_namespace(destination.namespace.clone())
         .await
-        .map_err(|e| Error::from_backend(e, no_such_namespace(destination)))?;
+        .map_err(|e| Error::from_backend(e, no_such_namespace(mount, &destination.namespace)))?;
     mount
         .backend
         .rename_table(source.clone(), destination.clone())
         .await
-        .map_err(|e| Error::from_backend(e, no_such_table(source)))
+        .map_err(|e| Error::from_backend(e, no_such_table(mount, source)))
 }

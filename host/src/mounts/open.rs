@@ -1,0 +1,121 @@
+//! Opening the mount table at start-up, and the refusals: a mount that cannot be
+//! opened or would shadow a namespace of the root catalog stops the server, with a
+//! message naming the mount and the reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+use super::Mount;
+use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig};
+use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, Runtime};
+use crate::storage::kv::{KvStore, PgStore, RedbStore};
+use crate::storage::warehouse::Warehouse;
+
+/// The key space a native catalog uses inside its redb file or database.
+const CATALOG_SPACE: &str = "catalog";
+/// How long opening a mount's database may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn check_name(name: &str) -> anyhow::Result<()> {
+    if name.is_empty() || name.contains('.') || name.chars().any(char::is_control) {
+        bail!("a mount name must be one non-empty namespace level without dots or control characters");
+    }
+    Ok(())
+}
+
+async fn open_store(config: &MountConfig, root_file: &Path) -> anyhow::Result<KvStore> {
+    match CatalogUrl::parse(&config.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))? {
+        CatalogUrl::Redb(path) => {
+            if path == root_file {
+                bail!("catalog_url {} is the root catalog's own file", config.catalog_url);
+            }
+            let store = RedbStore::open(&path).with_context(|| format!("cannot open {}", config.catalog_url))?;
+            Ok(KvStore::Redb(store.space(CATALOG_SPACE)?))
+        }
+        CatalogUrl::Postgres(url) => {
+            let store = PgStore::connect(&url, CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| anyhow!("cannot open {}: {e}", redact(&url)))?;
+            Ok(KvStore::Postgres(store.space(CATALOG_SPACE)))
+        }
+    }
+}
+
+/// A URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Runtime) -> anyhow::Result<Mount> {
+    check_name(name)?;
+    if mount.owner.is_empty() {
+        bail!("owner must name a tenant");
+    }
+    let wasm = builtin::component(&mount.backend).map_err(|e| anyhow!("backend: {e}"))?;
+    let kv = open_store(mount, &config.catalog_file()?).await?;
+    if mount.token_env.is_some() {
+        tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
+    }
+    let grants = Grants { label: format!("mount `{name}`"), kv: Some(kv), config: vec![] };
+    let pool = runtime.load(wasm, grants).await?;
+    let backend = Backend::open(pool).await?;
+    let location = match &mount.warehouse_location {
+        Some(location) => location.clone(),
+        None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
+    };
+    let warehouse = Warehouse::new(warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?);
+    Ok(Mount {
+        name: Some(name.to_string()),
+        space: format!("mount:{name}"),
+        backend,
+        warehouse,
+        owner: Some(mount.owner.clone()),
+        read_only: mount.read_only,
+    })
+}
+
+/// Opens every `[mount.<name>]`, or says which one cannot be opened and why.
+pub async fn open_mounts(config: &Config, runtime: &Runtime) -> anyhow::Result<BTreeMap<String, Mount>> {
+    let mut mounts = BTreeMap::new();
+    for (name, mount) in &config.mounts {
+        let opened = open_one(name, mount, config, runtime)
+            .await
+            .map_err(|e| anyhow!("refusing to start: mount `{name}` cannot be opened: {e:#}"))?;
+        println!("rustberg: mount `{name}` → {} backend, owner {}", mount.backend, mount.owner);
+        mounts.insert(name.clone(), opened);
+    }
+    Ok(mounts)
+}
+
+/// Refuses a mount whose name is a top-level namespace of the root catalog: routing
+/// would make that namespace, and everything beneath it, unreachable.
+pub async fn refuse_shadowing<'a>(root: &Mount, names: impl Iterator<Item = &'a String>) -> anyhow::Result<()> {
+    for name in names {
+        match root.backend.load_namespace(vec![name.clone()]).await {
+            Ok(_) => {
+                let tables = root
+                    .backend
+                    .list_tables(vec![name.clone()], crate::plugins::bindings::PageRequest { after: None, limit: 1 })
+                    .await
+                    .map(|p| if p.items.is_empty() { "" } else { " and its tables" })
+                    .unwrap_or("");
+                bail!(
+                    "refusing to start: mount `{name}` would hide the root catalog's namespace `{name}`{tables} \
+                     and everything beneath it; rename the mount or move the namespace"
+                );
+            }
+            Err(e) if e.kind == BackendErrorKind::NotFound => {}
+            Err(e) => bail!("refusing to start: cannot check whether mount `{name}` shadows a namespace: {e}"),
+        }
+    }
+    Ok(())
+}

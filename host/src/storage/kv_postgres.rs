@@ -1,0 +1,165 @@
+//! Key spaces on Postgres: one table, `rustberg_kv`, keyed by (space, key). A commit
+//! is one transaction holding a per-space advisory lock, so its checks and writes are
+//! atomic against every other commit to that space, from any process. Versions come
+//! from a sequence, so they only grow and are never reused.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Row;
+
+use super::kv::{prefix_end, Check, Entry, KvError, Write};
+
+fn store_err(e: sqlx::Error) -> KvError {
+    KvError::Store(format!("postgres: {e}"))
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS rustberg_kv (
+        space   TEXT   NOT NULL,
+        key     BYTEA  NOT NULL,
+        value   BYTEA  NOT NULL,
+        version BIGINT NOT NULL,
+        PRIMARY KEY (space, key))",
+    "CREATE SEQUENCE IF NOT EXISTS rustberg_kv_version",
+];
+
+/// A connection pool to one database.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects (failing within `timeout` when the server is unreachable) and creates
+    /// the table if missing.
+    pub async fn connect(url: &str, timeout: Duration) -> Result<Self, KvError> {
+        let pool =
+            PgPoolOptions::new().max_connections(16).acquire_timeout(timeout).connect(url).await.map_err(store_err)?;
+        let mut tx = pool.begin().await.map_err(store_err)?;
+        // Concurrent CREATE ... IF NOT EXISTS can still collide: serialize them.
+        sqlx::query("SELECT pg_advisory_xact_lock(7245143)").execute(&mut *tx).await.map_err(store_err)?;
+        for statement in SCHEMA {
+            sqlx::query(statement).execute(&mut *tx).await.map_err(store_err)?;
+        }
+        tx.commit().await.map_err(store_err)?;
+        Ok(Self { pool })
+    }
+
+    /// The key space `name`.
+    pub fn space(&self, name: &str) -> PgSpace {
+        PgSpace { pool: self.pool.clone(), space: name.to_string() }
+    }
+}
+
+/// One isolated key space in a Postgres database.
+#[derive(Clone)]
+pub struct PgSpace {
+    pool: PgPool,
+    space: String,
+}
+
+fn entry(row: &sqlx::postgres::PgRow) -> Entry {
+    Entry { key: row.get("key"), value: row.get("value"), version: row.get::<i64, _>("version") as u64 }
+}
+
+impl PgSpace {
+    /// Reads one key.
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
+        let row = sqlx::query("SELECT key, value, version FROM rustberg_kv WHERE space = $1 AND key = $2")
+            .bind(&self.space)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(store_err)?;
+        Ok(row.as_ref().map(entry))
+    }
+
+    /// Reads up to `limit` keys in [start, end).
+    pub async fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
+        let rows = sqlx::query(
+            "SELECT key, value, version FROM rustberg_kv
+             WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3)
+             ORDER BY key LIMIT $4",
+        )
+        .bind(&self.space)
+        .bind(start)
+        .bind(end)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_err)?;
+        Ok(rows.iter().map(entry).collect())
+    }
+
+    /// Applies every write if every check holds, in one transaction.
+    pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(&self.space)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_err)?;
+        for check in checks {
+            let holds = match check {
+                Check::Absent(key) | Check::Present(key) => {
+                    let found = sqlx::query("SELECT 1 FROM rustberg_kv WHERE space = $1 AND key = $2")
+                        .bind(&self.space)
+                        .bind(key)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(store_err)?
+                        .is_some();
+                    found == matches!(check, Check::Present(_))
+                }
+                Check::AtVersion(key, version) => {
+                    sqlx::query("SELECT 1 FROM rustberg_kv WHERE space = $1 AND key = $2 AND version = $3")
+                        .bind(&self.space)
+                        .bind(key)
+                        .bind(*version as i64)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(store_err)?
+                        .is_some()
+                }
+                Check::PrefixEmpty(prefix) => sqlx::query(
+                    "SELECT 1 FROM rustberg_kv
+                     WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3) LIMIT 1",
+                )
+                .bind(&self.space)
+                .bind(prefix)
+                .bind(prefix_end(prefix))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(store_err)?
+                .is_none(),
+            };
+            if !holds {
+                return Err(KvError::Conflict);
+            }
+        }
+        if !writes.is_empty() {
+            let version: i64 = sqlx::query_scalar("SELECT nextval('rustberg_kv_version')")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(store_err)?;
+            for write in writes {
+                let query = match &write.value {
+                    Some(value) => sqlx::query(
+                        "INSERT INTO rustberg_kv (space, key, value, version) VALUES ($1, $2, $3, $4)
+                         ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version",
+                    )
+                    .bind(&self.space)
+                    .bind(&write.key)
+                    .bind(value)
+                    .bind(version),
+                    None => sqlx::query("DELETE FROM rustberg_kv WHERE space = $1 AND key = $2")
+                        .bind(&self.space)
+                        .bind(&write.key),
+                };
+                query.execute(&mut *tx).await.map_err(store_err)?;
+            }
+        }
+        tx.commit().await.map_err(store_err)
+    }
+}

@@ -1,0 +1,194 @@
+//! Key spaces on redb. One file holds any number of key spaces, one redb table
+//! each. Versions come from a per-file counter that only grows.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadableTable, TableDefinition};
+
+use super::kv::{prefix_end, Check, Entry, KvError, Write};
+
+fn store_err(e: impl std::fmt::Display) -> KvError {
+    KvError::Store(e.to_string())
+}
+
+const COUNTER: TableDefinition<&str, u64> = TableDefinition::new("rustberg:counter");
+const VERSION_LEN: usize = 8;
+
+/// A redb file holding key spaces.
+#[derive(Clone)]
+pub struct RedbStore {
+    db: Arc<Database>,
+}
+
+impl RedbStore {
+    /// Opens (or creates) the file.
+    pub fn open(path: &Path) -> Result<Self, KvError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(store_err)?;
+        }
+        let db = Database::create(path).map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
+        let txn = db.begin_write().map_err(store_err)?;
+        txn.open_table(COUNTER).map_err(store_err)?;
+        txn.commit().map_err(store_err)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// The key space `name`, created if missing.
+    pub fn space(&self, name: &str) -> Result<RedbSpace, KvError> {
+        let space = RedbSpace { db: self.db.clone(), table: format!("kv:{name}") };
+        let txn = self.db.begin_write().map_err(store_err)?;
+        txn.open_table(space.def()).map_err(store_err)?;
+        txn.commit().map_err(store_err)?;
+        Ok(space)
+    }
+}
+
+/// One isolated key space in a redb file.
+#[derive(Clone)]
+pub struct RedbSpace {
+    db: Arc<Database>,
+    table: String,
+}
+
+fn split(stored: &[u8]) -> (u64, &[u8]) {
+    let (version, value) = stored.split_at(VERSION_LEN);
+    (u64::from_le_bytes(version.try_into().expect("eight bytes")), value)
+}
+
+impl RedbSpace {
+    fn def(&self) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
+        TableDefinition::new(&self.table)
+    }
+
+    /// Reads one key.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
+        let txn = self.db.begin_read().map_err(store_err)?;
+        let table = txn.open_table(self.def()).map_err(store_err)?;
+        Ok(table.get(key).map_err(store_err)?.map(|v| {
+            let (version, value) = split(v.value());
+            Entry { key: key.to_vec(), value: value.to_vec(), version }
+        }))
+    }
+
+    /// Reads up to `limit` keys in [start, end).
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
+        let txn = self.db.begin_read().map_err(store_err)?;
+        let table = txn.open_table(self.def()).map_err(store_err)?;
+        let range = match end {
+            Some(end) if end <= start => return Ok(vec![]),
+            Some(end) => table.range::<&[u8]>(start..end),
+            None => table.range::<&[u8]>(start..),
+        }
+        .map_err(store_err)?;
+        range
+            .take(limit)
+            .map(|row| {
+                let (k, v) = row.map_err(store_err)?;
+                let (version, value) = split(v.value());
+                Ok(Entry { key: k.value().to_vec(), value: value.to_vec(), version })
+            })
+            .collect()
+    }
+
+    /// Applies every write if every check holds, atomically and durably.
+    pub fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        let txn = self.db.begin_write().map_err(store_err)?;
+        {
+            let mut table = txn.open_table(self.def()).map_err(store_err)?;
+            for check in checks {
+                let holds = match check {
+                    Check::Absent(key) => table.get(key.as_slice()).map_err(store_err)?.is_none(),
+                    Check::Present(key) => table.get(key.as_slice()).map_err(store_err)?.is_some(),
+                    Check::AtVersion(key, want) => {
+                        table.get(key.as_slice()).map_err(store_err)?.is_some_and(|v| split(v.value()).0 == *want)
+                    }
+                    Check::PrefixEmpty(prefix) => {
+                        let end = prefix_end(prefix);
+                        let mut range = match &end {
+                            Some(end) => table.range::<&[u8]>(prefix.as_slice()..end.as_slice()),
+                            None => table.range::<&[u8]>(prefix.as_slice()..),
+                        }
+                        .map_err(store_err)?;
+                        range.next().is_none()
+                    }
+                };
+                if !holds {
+                    return Err(KvError::Conflict);
+                }
+            }
+            let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
+            let version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0) + 1;
+            counter.insert("version", version).map_err(store_err)?;
+            let mut stored = Vec::new();
+            for write in writes {
+                match &write.value {
+                    Some(value) => {
+                        stored.clear();
+                        stored.extend_from_slice(&version.to_le_bytes());
+                        stored.extend_from_slice(value);
+                        table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
+                    }
+                    None => {
+                        table.remove(write.key.as_slice()).map_err(store_err)?;
+                    }
+                }
+            }
+        }
+        txn.commit().map_err(store_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space() -> (tempfile::TempDir, RedbSpace, RedbSpace) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("kv.redb")).unwrap();
+        (dir, store.space("a").unwrap(), store.space("b").unwrap())
+    }
+
+    fn put(key: &[u8], value: &[u8]) -> Write {
+        Write { key: key.to_vec(), value: Some(value.to_vec()) }
+    }
+
+    #[test]
+    fn commit_applies_all_or_nothing() {
+        let (_dir, a, _) = space();
+        a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"1")]).unwrap();
+        let v1 = a.get(b"k").unwrap().unwrap();
+        // A failing check leaves every write unapplied.
+        let err = a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"2"), put(b"x", b"2")]);
+        assert!(matches!(err, Err(KvError::Conflict)));
+        assert_eq!(a.get(b"k").unwrap().unwrap().value, b"1");
+        assert!(a.get(b"x").unwrap().is_none());
+        // Version checks are compare-and-swap.
+        a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"3")]).unwrap();
+        let stale = a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"4")]);
+        assert!(matches!(stale, Err(KvError::Conflict)));
+        assert_eq!(a.get(b"k").unwrap().unwrap().value, b"3");
+    }
+
+    #[test]
+    fn versions_are_never_reused() {
+        let (_dir, a, _) = space();
+        a.commit(&[], &[put(b"k", b"1")]).unwrap();
+        let first = a.get(b"k").unwrap().unwrap().version;
+        a.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
+        a.commit(&[], &[put(b"k", b"1")]).unwrap();
+        assert_ne!(a.get(b"k").unwrap().unwrap().version, first);
+    }
+
+    #[test]
+    fn scans_and_prefix_checks_stay_in_their_space() {
+        let (_dir, a, b) = space();
+        a.commit(&[], &[put(b"p1", b""), put(b"p2", b""), put(b"q", b"")]).unwrap();
+        b.commit(&[], &[put(b"p0", b"")]).unwrap();
+        let keys: Vec<_> = a.scan(b"p", Some(b"q"), 10).unwrap().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, vec![b"p1".to_vec(), b"p2".to_vec()]);
+        assert_eq!(a.scan(b"p", None, 1).unwrap().len(), 1);
+        assert!(b.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]).is_ok());
+        assert!(matches!(a.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]), Err(KvError::Conflict)));
+    }
+}

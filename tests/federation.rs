@@ -1,0 +1,322 @@
+//! Federation with native mounts: one behaviour suite over the root catalog, a redb
+//! mount and a Postgres mount; then a test for each rule of the mount table.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use support::{assert_error, components_dir, hash_secret, postgres_database, schema, Api, Server};
+
+fn ns_path(parts: &[&str]) -> String {
+    parts.join("%1F")
+}
+
+fn with(base: &[&str], more: &[&str]) -> Vec<String> {
+    base.iter().chain(more).map(|s| s.to_string()).collect()
+}
+
+fn names(body: &Value) -> Vec<Vec<String>> {
+    serde_json::from_value(body["namespaces"].clone()).unwrap()
+}
+
+/// Namespaces, tables, commits and paging under `base` (empty for the root catalog,
+/// `[mount]` for a mount). Everything a client sees carries the full names.
+async fn behaviour_suite(api: &Api, base: &[&str]) {
+    let at = |more: &[&str]| ns_path(&[base, more].concat());
+    let sales = with(base, &["sales"]);
+    assert_eq!(api.post("/namespaces", json!({"namespace": sales, "properties": {"a": "1"}})).await.0, 200);
+    assert_eq!(api.post("/namespaces", json!({"namespace": with(base, &["sales", "eu"])})).await.0, 200);
+    assert_error(&api.post("/namespaces", json!({"namespace": sales})).await, 409, "AlreadyExistsException");
+    let loaded = api.get(&format!("/namespaces/{}", at(&["sales"]))).await;
+    assert_eq!(loaded, (200, json!({"namespace": sales, "properties": {"a": "1"}})));
+    let children = api.get(&format!("/namespaces?parent={}", at(&["sales"]))).await;
+    assert_eq!(names(&children.1), vec![with(base, &["sales", "eu"])]);
+    let missing = api.get(&format!("/namespaces/{}", at(&["nope"]))).await;
+    assert_error(&missing, 404, "NoSuchNamespaceException");
+    let message = missing.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&with(base, &["nope"]).join(".")), "errors carry the client's names: {message}");
+    let props = api.post(&format!("/namespaces/{}/properties", at(&["sales"])), json!({"removals": ["a", "zz"]})).await;
+    assert_eq!(props, (200, json!({"updated": [], "removed": ["a"], "missing": ["zz"]})));
+
+    // Tables and commits.
+    let tables = format!("/namespaces/{}/tables", at(&["sales"]));
+    let created = api.post(&tables, json!({"name": "orders", "schema": schema()})).await;
+    assert_eq!(created.0, 200, "{}", created.1);
+    let first = created.1["metadata-location"].as_str().unwrap().to_string();
+    let table = format!("{tables}/orders");
+    let uuid = created.1["metadata"]["table-uuid"].clone();
+    let commit = |k: &str| {
+        json!({"requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
+               "updates": [{"action": "set-properties", "updates": {k: "v"}}]})
+    };
+    let committed = api.post(&table, commit("k1")).await;
+    assert_eq!(committed.0, 200, "{}", committed.1);
+    assert_ne!(committed.1["metadata-location"], first.as_str());
+    let stale =
+        json!({"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}], "updates": []});
+    assert_error(&api.post(&table, stale).await, 409, "CommitFailedException");
+    assert_eq!(api.get(&table).await.1["metadata"]["properties"]["k1"], "v");
+    let listed = api.get(&tables).await.1;
+    assert_eq!(listed["identifiers"], json!([{"namespace": sales, "name": "orders"}]));
+    let rename = json!({"source": {"namespace": sales, "name": "orders"},
+                        "destination": {"namespace": with(base, &["sales", "eu"]), "name": "orders2"}});
+    assert_eq!(api.send(Method::POST, "/v1/catalog/tables/rename", Some(rename)).await.0, 204);
+    assert_eq!(api.head(&table).await, 404);
+    let moved = format!("/namespaces/{}/tables/orders2", at(&["sales", "eu"]));
+    assert_eq!(api.get(&moved).await.1["metadata-location"], committed.1["metadata-location"]);
+    assert_error(
+        &api.delete(&format!("/namespaces/{}", at(&["sales", "eu"]))).await,
+        409,
+        "NamespaceNotEmptyException",
+    );
+    assert_eq!(api.delete(&format!("{moved}?purgeRequested=true")).await.0, 204);
+
+    // Paging inside: 12 children, 5 at a time.
+    let pages_ns = with(base, &["pages"]);
+    assert_eq!(api.post("/namespaces", json!({"namespace": pages_ns})).await.0, 200);
+    let mut expected = vec![];
+    for i in 0..12 {
+        let child = with(base, &["pages", &format!("c{i:02}")]);
+        assert_eq!(api.post("/namespaces", json!({"namespace": child})).await.0, 200);
+        expected.push(child);
+    }
+    let (mut seen, mut token, mut sizes) = (vec![], String::new(), vec![]);
+    loop {
+        let page = api.get(&format!("/namespaces?parent={}&pageToken={token}&pageSize=5", at(&["pages"]))).await.1;
+        sizes.push(names(&page).len());
+        seen.extend(names(&page));
+        match page["next-page-token"].as_str() {
+            Some(next) => token = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected);
+    assert_eq!(sizes[..2], [5, 5]);
+
+    for ns in [with(base, &["sales", "eu"]), sales] {
+        assert_eq!(api.delete(&format!("/namespaces/{}", ns.join("%1F"))).await.0, 204);
+    }
+}
+
+fn lake_config(dir: &std::path::Path, pg: Option<&str>) -> String {
+    let mut toml = format!(
+        "[mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{}/lake.redb\"\nowner = \"default\"\n",
+        dir.display()
+    );
+    if let Some(url) = pg {
+        toml.push_str(&format!("[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{url}\"\nowner = \"default\"\n"));
+    }
+    toml
+}
+
+#[tokio::test]
+async fn one_behaviour_suite_over_root_redb_mount_and_postgres_mount() {
+    let pg = postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&lake_config(dir.path(), pg.as_deref()));
+    behaviour_suite(&s, &[]).await;
+    behaviour_suite(&s, &["lake"]).await;
+    if pg.is_some() {
+        behaviour_suite(&s, &["pg"]).await;
+    }
+}
+
+#[tokio::test]
+async fn postgres_mount_keeps_its_state_across_restarts() {
+    let Some(pg) = postgres_database().await else { return };
+    let toml = format!("[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{pg}\"\nowner = \"default\"\n");
+    let s = Server::start(&toml);
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["pg", "kept"]})).await.0, 200);
+    let s = s.restart(&toml).unwrap();
+    assert_eq!(s.get("/namespaces?parent=pg").await.1["namespaces"], json!([["pg", "kept"]]));
+}
+
+#[tokio::test]
+async fn mount_roots_are_synthetic_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&lake_config(dir.path(), None));
+    assert_eq!(s.get("/namespaces/lake").await, (200, json!({"namespace": ["lake"], "properties": {}})));
+    assert_eq!(s.head("/namespaces/lake").await, 204);
+    assert_eq!(s.get("/namespaces/lake/tables").await, (200, json!({"identifiers": []})));
+    assert_error(&s.post("/namespaces", json!({"namespace": ["lake"]})).await, 409, "AlreadyExistsException");
+    let direct = s.post("/namespaces/lake/tables", json!({"name": "orders", "schema": schema()})).await;
+    assert_error(&direct, 400, "BadRequestException");
+    assert!(direct.1["error"]["message"].as_str().unwrap().contains("holds namespaces, not tables"), "{}", direct.1);
+    assert_error(&s.get("/namespaces/lake/tables/orders").await, 400, "BadRequestException");
+    assert_error(&s.delete("/namespaces/lake").await, 400, "BadRequestException");
+    assert_error(
+        &s.post("/namespaces/lake/properties", json!({"updates": {"a": "b"}})).await,
+        400,
+        "BadRequestException",
+    );
+    assert_eq!(s.get("/namespaces/lake").await.0, 200, "still there");
+}
+
+#[tokio::test]
+async fn the_top_level_is_mounts_then_root_namespaces_paged_across_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = String::new();
+    for m in ["m1", "m2", "m3"] {
+        toml.push_str(&format!(
+            "[mount.{m}]\nbackend = \"native\"\ncatalog_url = \"redb://{}/{m}.redb\"\nowner = \"default\"\n",
+            dir.path().display()
+        ));
+    }
+    let s = Server::start(&toml);
+    for r in ["r1", "r2", "r3", "r4"] {
+        assert_eq!(s.post("/namespaces", json!({"namespace": [r]})).await.0, 200);
+    }
+    let all: Vec<&str> = vec!["m1", "m2", "m3", "r1", "r2", "r3", "r4"];
+    let flat = |b: &Value| names(b).into_iter().map(|n| n[0].clone()).collect::<Vec<_>>();
+    assert_eq!(flat(&s.get("/namespaces").await.1), all);
+    for size in [1, 2, 3, 4, 7, 10] {
+        let (mut seen, mut token) = (vec![], String::new());
+        loop {
+            let page = s.get(&format!("/namespaces?pageToken={token}&pageSize={size}")).await.1;
+            assert!(names(&page).len() <= size);
+            seen.extend(flat(&page));
+            match page["next-page-token"].as_str() {
+                Some(next) => token = next.to_string(),
+                None => break,
+            }
+        }
+        assert_eq!(seen, all, "page size {size}: nothing twice, nothing missing");
+    }
+    // A token from elsewhere restarts rather than seeks.
+    assert_eq!(flat(&s.get("/namespaces?pageToken=Zm9v.YmFy&pageSize=2").await.1), ["m1", "m2"]);
+}
+
+#[tokio::test]
+async fn the_mount_owner_decides_for_the_whole_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = hash_secret("pw");
+    let toml = format!(
+        "[mount.acme_lake]\nbackend = \"native\"\ncatalog_url = \"redb://{}/a.redb\"\nowner = \"acme\"\n\
+         [auth.principals.root]\ntenant = \"ops\"\nrole = \"admin\"\nserver_admin = true\nsecret_hash = \"{hash}\"\n\
+         [auth.principals.ann]\ntenant = \"acme\"\nrole = \"writer\"\nsecret_hash = \"{hash}\"\n\
+         [auth.principals.bob]\ntenant = \"globex\"\nrole = \"admin\"\nsecret_hash = \"{hash}\"\n",
+        dir.path().display()
+    );
+    let s = Server::start(&toml);
+    let (ann, bob) = (s.login("ann", "pw"), s.login("bob", "pw"));
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["acme_lake", "raw"]})).await.0, 200);
+    assert_eq!(ann.get("/namespaces").await.1["namespaces"], json!([["acme_lake"]]));
+    assert_eq!(bob.get("/namespaces").await.1["namespaces"], json!([]));
+    assert_eq!(bob.get("/namespaces/acme_lake").await.0, 404);
+    assert_eq!(bob.get("/namespaces/acme_lake%1Fraw").await.0, 404);
+    assert_eq!(bob.post("/namespaces", json!({"namespace": ["acme_lake", "mine"]})).await.0, 404);
+}
+
+#[tokio::test]
+async fn read_only_mounts_and_capability_intersection() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = format!("redb://{}/lake.redb", dir.path().display());
+    let writable = format!("[mount.lake]\nbackend = \"native\"\ncatalog_url = \"{lake}\"\nowner = \"default\"\n");
+    let s = Server::start(&writable);
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["lake", "db"]})).await.0, 200);
+    let config = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json::<Value>().await.unwrap();
+    let endpoints: BTreeSet<String> = serde_json::from_value(config["endpoints"].clone()).unwrap();
+    assert!(endpoints.contains("POST /v1/{prefix}/namespaces/{namespace}/tables"));
+
+    let s = s.restart(&format!("{writable}read_only = true\n")).unwrap();
+    let config = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json::<Value>().await.unwrap();
+    let endpoints: BTreeSet<String> = serde_json::from_value(config["endpoints"].clone()).unwrap();
+    assert!(!endpoints.is_empty());
+    for e in &endpoints {
+        assert!(e.starts_with("GET ") || e.starts_with("HEAD ") || e.ends_with("/metrics"), "mutating endpoint {e}");
+    }
+    assert!(endpoints.contains("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
+    // Writes under the read-only mount: 501 naming the mount. Reads work. The root still writes.
+    let refused = s.post("/namespaces", json!({"namespace": ["lake", "new"]})).await;
+    assert_error(&refused, 501, "UnsupportedOperationException");
+    assert!(refused.1["error"]["message"].as_str().unwrap().contains("mount `lake`"));
+    assert_error(&s.delete("/namespaces/lake%1Fdb").await, 501, "UnsupportedOperationException");
+    assert_error(
+        &s.post("/namespaces/lake%1Fdb/tables", json!({"name": "t", "schema": schema()})).await,
+        501,
+        "UnsupportedOperationException",
+    );
+    assert_eq!(s.get("/namespaces/lake%1Fdb").await.0, 200);
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["rooted"]})).await.0, 200);
+}
+
+#[tokio::test]
+async fn renames_never_cross_a_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&lake_config(dir.path(), None));
+    for ns in [json!(["lake", "db"]), json!(["home"])] {
+        assert_eq!(s.post("/namespaces", json!({"namespace": ns})).await.0, 200);
+    }
+    assert_eq!(s.post("/namespaces/lake%1Fdb/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let across = json!({"source": {"namespace": ["lake", "db"], "name": "t"}, "destination": {"namespace": ["home"], "name": "t"}});
+    let got = s.send(Method::POST, "/v1/catalog/tables/rename", Some(across)).await;
+    assert_error(&got, 501, "UnsupportedOperationException");
+    let message = got.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("mount `lake`") && message.contains("root catalog"), "names both sides: {message}");
+    assert_eq!(s.head("/namespaces/lake%1Fdb/tables/t").await, 204, "nothing moved");
+}
+
+#[tokio::test]
+async fn each_mount_governs_its_warehouse() {
+    let dir = tempfile::tempdir().unwrap();
+    let wh = format!("file://{}/lake-warehouse", dir.path().display());
+    let s = Server::start(&format!("{}warehouse_location = \"{wh}\"\n", lake_config(dir.path(), None)));
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["lake", "db"]})).await.0, 200);
+    let created = s.post("/namespaces/lake%1Fdb/tables", json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(created.0, 200);
+    assert!(created.1["metadata"]["location"].as_str().unwrap().starts_with(&format!("{wh}/")), "{}", created.1);
+    let inside = s
+        .post(
+            "/namespaces/lake%1Fdb/tables",
+            json!({"name": "u", "schema": schema(), "location": format!("{wh}/custom/u")}),
+        )
+        .await;
+    assert_eq!(inside.0, 200, "{}", inside.1);
+    // The root's warehouse is not this mount's.
+    let root_wh = format!("file://{}/data/warehouse/x", s.dir.path().display());
+    let outside =
+        s.post("/namespaces/lake%1Fdb/tables", json!({"name": "v", "schema": schema(), "location": root_wh})).await;
+    assert_error(&outside, 400, "BadRequestException");
+}
+
+#[test]
+fn start_up_refuses_what_it_cannot_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = |name: &str, backend: &str, url: &str| {
+        format!("[mount.{name}]\nbackend = \"{backend}\"\ncatalog_url = \"{url}\"\nowner = \"default\"\n")
+    };
+    let redb = format!("redb://{}/x.redb", dir.path().display());
+    let greedy = components_dir().join("greedy.wasm").display().to_string();
+    for (case, toml, expect) in [
+        ("bad url", mount("bad", "native", "mysql://x"), "mount `bad`"),
+        ("unreachable database", mount("gone", "native", "postgres://postgres@127.0.0.1:1/x"), "mount `gone`"),
+        ("missing component", mount("ghost", "/no/such/file.wasm", &redb), "/no/such/file.wasm"),
+        ("component importing http", mount("greedy", &greedy, &redb), "rustberg:catalog/http"),
+        ("duplicate names", format!("{}{}", mount("twice", "native", &redb), mount("twice", "native", &redb)), "twice"),
+        ("no owner", "[mount.orphan]\nbackend = \"native\"\ncatalog_url = \"redb:///tmp/o.redb\"\n".into(), "owner"),
+    ] {
+        let output = match Server::try_start(&toml) {
+            Ok(_) => panic!("{case}: the server started"),
+            Err(output) => output,
+        };
+        assert!(output.contains(expect), "{case}: names {expect}: {output}");
+    }
+}
+
+#[tokio::test]
+async fn a_mount_may_not_shadow_a_namespace() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["prod"]})).await.0, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/p.redb\"\nowner = \"default\"\n",
+        dir.path().display()
+    );
+    let output = match s.restart(&toml) {
+        Ok(_) => panic!("started with a mount hiding a namespace"),
+        Err(output) => output,
+    };
+    assert!(output.contains("mount `prod` would hide the root catalog's namespace `prod`"), "{output}");
+}
