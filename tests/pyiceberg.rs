@@ -1,4 +1,5 @@
-//! Runs the real-client suite (PyIceberg, in `tests/python`) against a real server.
+//! Runs the real-client suites (PyIceberg and DuckDB, in `tests/python`) against a
+//! real server.
 //!
 //! The Python packages are installed into a virtual environment on first use
 //! (`RUSTBERG_TEST_VENV`, default `target/test-venv`), so a fresh machine with
@@ -48,7 +49,10 @@ fn venv() -> PathBuf {
 
 fn pytest(file: &str, server: &Server) {
     let venv = venv();
-    let output = Command::new(venv.join("bin/python"))
+    // A client can hang (DuckDB on a missing data file): bound the whole run.
+    let output = Command::new("timeout")
+        .arg("300")
+        .arg(venv.join("bin/python"))
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
         .current_dir(repo_root().join("tests/python"))
         .env("RUSTBERG_URL", &server.base)
@@ -64,4 +68,14 @@ fn pytest(file: &str, server: &Server) {
 fn pyiceberg_end_to_end() {
     let server = Server::start("");
     pytest("test_pyiceberg.py", &server);
+}
+
+#[test]
+fn duckdb_joins_a_mounted_table_with_a_root_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&format!(
+        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"default\"\n",
+        dir.path().display()
+    ));
+    pytest("test_duckdb.py", &server);
 }

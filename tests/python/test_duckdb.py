@@ -1,0 +1,66 @@
+"""DuckDB attaches Rustberg and joins a table in a mount with a table in the root
+catalog, like the seed's prod.sales.orders x analytics.web.events."""
+
+import os
+
+import duckdb
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog import load_catalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from test_pyiceberg import fetch_token
+
+
+def extension(name):
+    module = __import__(f"duckdb_extension_{name}")
+    return os.path.join(os.path.dirname(module.__file__), "extensions", "v1.5.5", f"{name}.duckdb_extension")
+
+
+@pytest.fixture
+def catalog():
+    return load_catalog(
+        "rustberg",
+        **{"type": "rest", "uri": os.environ["RUSTBERG_URL"], "credential": os.environ["RUSTBERG_CREDENTIAL"]},
+    )
+
+
+def test_join_across_a_mount_and_the_root(catalog):
+    catalog.create_namespace("prod.sales")
+    catalog.create_namespace("analytics")
+    catalog.create_namespace("analytics.web")
+    orders = catalog.create_table(
+        "prod.sales.orders",
+        schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "amount", LongType())),
+    )
+    orders.append(
+        pa.Table.from_pylist(
+            [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}, {"id": 3, "amount": 30}],
+            schema=pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("amount", pa.int64())]),
+        )
+    )
+    events = catalog.create_table(
+        "analytics.web.events",
+        schema=Schema(NestedField(1, "order_id", LongType(), required=True), NestedField(2, "page", StringType())),
+    )
+    events.append(
+        pa.Table.from_pylist(
+            [{"order_id": 1, "page": "/cart"}, {"order_id": 3, "page": "/pay"}, {"order_id": 9, "page": "/x"}],
+            schema=pa.schema([pa.field("order_id", pa.int64(), nullable=False), pa.field("page", pa.string())]),
+        )
+    )
+
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    for name in ("httpfs", "avro", "iceberg"):
+        con.load_extension(extension(name))
+    con.execute(f"CREATE SECRET rb_secret (TYPE iceberg, TOKEN '{fetch_token()}')")
+    con.execute(
+        f"ATTACH 'catalog' AS rb (TYPE iceberg, ENDPOINT '{os.environ['RUSTBERG_URL']}', "
+        "SECRET rb_secret, SUPPORT_NESTED_NAMESPACES true)"
+    )
+    rows = con.execute(
+        'SELECT o.id, o.amount, e.page FROM rb."prod.sales".orders o '
+        'JOIN rb."analytics.web".events e ON e.order_id = o.id ORDER BY o.id'
+    ).fetchall()
+    assert rows == [(1, 10, "/cart"), (3, 30, "/pay")]
