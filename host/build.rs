@@ -12,6 +12,7 @@ const TARGET: &str = "wasm32-wasip2";
 /// (package, file name in OUT_DIR)
 const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-native", "native.wasm"),
+    ("rustberg-plugin-rest", "rest.wasm"),
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
 ];

@@ -48,6 +48,10 @@ fn venv() -> PathBuf {
 }
 
 fn pytest(file: &str, server: &Server) {
+    pytest_with(file, server, &[]);
+}
+
+fn pytest_with(file: &str, server: &Server, env: &[(&str, &str)]) {
     let venv = venv();
     // A client can hang (DuckDB on a missing data file): bound the whole run.
     let output = Command::new("timeout")
@@ -57,6 +61,7 @@ fn pytest(file: &str, server: &Server) {
         .current_dir(repo_root().join("tests/python"))
         .env("RUSTBERG_URL", &server.base)
         .env("RUSTBERG_CREDENTIAL", server.credential.as_deref().expect("a minted admin credential"))
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
@@ -78,4 +83,22 @@ fn duckdb_joins_a_mounted_table_with_a_root_table() {
         dir.path().display()
     ));
     pytest("test_duckdb.py", &server);
+}
+
+#[test]
+fn a_rest_mounted_table_reads_and_joins() {
+    let remote = Server::start("");
+    let remote_credential = remote.credential.clone().unwrap();
+    let remote_env = [("REMOTE_URL", remote.base.as_str()), ("REMOTE_CREDENTIAL", remote_credential.as_str())];
+    // A rest mount makes the whole catalog promise no writes, and clients believe
+    // /v1/config: write Rustberg's own table first, then mount the remote.
+    let server = Server::start("");
+    pytest_with("test_rest_mount.py::test_prepare_both_catalogs", &server, &remote_env);
+    let toml = format!(
+        "[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"default\"\ntoken_env = \"PARTNER_TOKEN\"\n",
+        remote.base
+    );
+    let token = remote.admin_token();
+    let server = server.restart_with_env(&toml, &[("PARTNER_TOKEN", &token)]).unwrap_or_else(|out| panic!("{out}"));
+    pytest_with("test_rest_mount.py::test_read_and_join_through_a_rest_mount", &server, &remote_env);
 }

@@ -34,9 +34,23 @@ pub struct MountConfig {
     pub owner: String,
     /// The environment variable holding the bearer token for a `rest` remote.
     pub token_env: Option<String>,
-    /// Refuse every write under the mount (501).
+    /// Refuse every write under the mount (501). Always true for `rest`.
     #[serde(default)]
     pub read_only: bool,
+    /// For `rest`: how long connecting to the remote may take, in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// For `rest`: how long one remote request may take, in milliseconds.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    1_000
+}
+
+fn default_request_timeout_ms() -> u64 {
+    3_000
 }
 
 /// Where a native catalog keeps its state.

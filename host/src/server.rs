@@ -103,13 +103,24 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants =
-        Grants { label: "root catalog".into(), kv: Some(KvStore::Redb(store.space(ROOT_SPACE)?)), config: vec![] };
+    let grants = Grants {
+        label: "root catalog".into(),
+        kv: Some(KvStore::Redb(store.space(ROOT_SPACE)?)),
+        http: None,
+        config: Default::default(),
+    };
     let wasm = builtin::component(config.storage.backend.as_deref().unwrap_or("native"))
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let root = Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse, owner: None, read_only: false };
+    let root = Mount {
+        name: None,
+        space: ROOT_SPACE.into(),
+        backend,
+        warehouse: Some(warehouse),
+        owner: None,
+        read_only: false,
+    };
 
     let named = open_mounts(config, &runtime).await?;
     refuse_shadowing(&root, named.keys()).await?;

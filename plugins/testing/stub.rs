@@ -3,8 +3,13 @@
 // component stays one small crate.
 macro_rules! unsupported_backend_rest {
     () => {
-        fn capabilities() -> CapabilitySet {
-            CapabilitySet { endpoints: vec!["GET /v1/{prefix}/namespaces".into()], can_write: false, host_readable_manifests: false }
+        fn capabilities() -> Result<CapabilitySet, Error> {
+            Ok(CapabilitySet {
+                endpoints: vec!["GET /v1/{prefix}/namespaces".into()],
+                can_write: false,
+                host_readable_manifests: false,
+                remember: vec![],
+            })
         }
         fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
             Ok(NamespacePage { items: vec![], done: true })
@@ -12,7 +17,7 @@ macro_rules! unsupported_backend_rest {
         fn drop_namespace(_: Vec<String>) -> Result<(), Error> { Err(no()) }
         fn update_namespace_properties(_: Vec<String>, _: Vec<String>, _: Properties) -> Result<PropertiesUpdate, Error> { Err(no()) }
         fn list_tables(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> { Err(no()) }
-        fn load_table(_: Ident) -> Result<Pointer, Error> { Err(no()) }
+        fn load_table(_: Ident, _: Option<String>) -> Result<Pointer, Error> { Err(no()) }
         fn create_table(_: Ident, _: Pointer) -> Result<(), Error> { Err(no()) }
         fn commit_table(_: Ident, _: String, _: Pointer) -> Result<(), Error> { Err(no()) }
         fn drop_table(_: Ident) -> Result<Pointer, Error> { Err(no()) }

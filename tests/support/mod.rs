@@ -49,24 +49,35 @@ impl Server {
 
     /// Starts a server, or returns everything it printed if it exited instead.
     pub fn try_start(extra_toml: &str) -> Result<Server, String> {
-        Self::try_start_in(tempfile::tempdir().unwrap(), extra_toml)
+        Self::try_start_in(tempfile::tempdir().unwrap(), extra_toml, &[])
+    }
+
+    /// Starts a server with extra environment variables (a mount's `token_env`).
+    pub fn try_start_with_env(extra_toml: &str, env: &[(&str, &str)]) -> Result<Server, String> {
+        Self::try_start_in(tempfile::tempdir().unwrap(), extra_toml, env)
     }
 
     /// Stops this server and starts another on the same data directory.
-    pub fn restart(mut self, extra_toml: &str) -> Result<Server, String> {
+    pub fn restart(self, extra_toml: &str) -> Result<Server, String> {
+        self.restart_with_env(extra_toml, &[])
+    }
+
+    /// Like [`Server::restart`], with extra environment variables.
+    pub fn restart_with_env(mut self, extra_toml: &str, env: &[(&str, &str)]) -> Result<Server, String> {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        Self::try_start_in(dir, extra_toml)
+        Self::try_start_in(dir, extra_toml, env)
     }
 
-    fn try_start_in(dir: tempfile::TempDir, extra_toml: &str) -> Result<Server, String> {
+    fn try_start_in(dir: tempfile::TempDir, extra_toml: &str, env: &[(&str, &str)]) -> Result<Server, String> {
         let config = dir.path().join("rustberg.toml");
         std::fs::write(&config, Self::config_text(dir.path(), extra_toml)).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rustberg"))
             .args(["serve", "--config"])
             .arg(&config)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -136,6 +147,12 @@ impl Server {
     /// A client acting as the principal with these client credentials.
     pub fn login(&self, id: &str, secret: &str) -> Api {
         Api::with_token(&self.base, &token_for(&self.base, id, secret))
+    }
+
+    /// A bearer token for the admin this server minted.
+    pub fn admin_token(&self) -> String {
+        let (id, secret) = self.credential.as_deref().expect("a minted admin").split_once(':').unwrap();
+        token_for(&self.base, id, secret)
     }
 
     /// A client sending no credentials.

@@ -126,6 +126,8 @@ pub struct TableResult<'a> {
     pub metadata_location: Option<&'a str>,
     pub metadata_json: &'a str,
     pub config: Option<&'a [(String, String)]>,
+    /// A JSON array to pass on as `storage-credentials` (a remote's own), or empty.
+    pub storage_credentials: &'a str,
 }
 
 impl IntoResponse for TableResult<'_> {
@@ -143,6 +145,10 @@ impl IntoResponse for TableResult<'_> {
             let config: HashMap<&str, &str> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             body.push_str(",\"config\":");
             body.push_str(&serde_json::to_string(&config).expect("a map of strings serializes"));
+        }
+        if !self.storage_credentials.is_empty() {
+            body.push_str(",\"storage-credentials\":");
+            body.push_str(self.storage_credentials);
         }
         body.push('}');
         ([(CONTENT_TYPE, "application/json")], body).into_response()

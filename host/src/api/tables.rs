@@ -1,7 +1,7 @@
 //! Table routes.
 
 use axum::extract::{Path, State as AxState};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
@@ -16,6 +16,9 @@ use crate::error::Error;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
 use crate::tables::{self, NewTable};
+
+/// The header a client sends to ask for vended credentials or remote signing.
+const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
 
 fn no_such_table(ns: &[String], name: &str) -> impl FnOnce() -> Error {
     let what = format!("table {}.{name} does not exist", ns.join("."));
@@ -126,9 +129,13 @@ pub async fn create(
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
         let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-        return Ok(
-            TableResult { metadata_location: None, metadata_json: &metadata_json, config: Some(&[]) }.into_response()
-        );
+        return Ok(TableResult {
+            metadata_location: None,
+            metadata_json: &metadata_json,
+            config: Some(&[]),
+            storage_credentials: "",
+        }
+        .into_response());
     }
     let committed = tables::create(mount, &ident, &metadata).await.map_err(|e| match e {
         Error::AlreadyExists(_) => {
@@ -140,6 +147,7 @@ pub async fn create(
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
         config: Some(&[]),
+        storage_credentials: "",
     }
     .into_response())
 }
@@ -148,13 +156,16 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, Error> {
     let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
-    let pointer = tables::load(mount, &ident).await?;
+    let delegation = headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let pointer = tables::load(mount, &ident, delegation).await?;
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
         metadata_json: &pointer.metadata_json,
         config: Some(&pointer.config),
+        storage_credentials: &pointer.storage_credentials,
     }
     .into_response())
 }
@@ -165,7 +176,7 @@ pub async fn exists(
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
-    tables::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
+    tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn commit(
@@ -186,6 +197,7 @@ pub async fn commit(
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
         config: None,
+        storage_credentials: "",
     }
     .into_response())
 }
@@ -224,6 +236,7 @@ pub async fn register(
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
         config: Some(&[]),
+        storage_credentials: "",
     }
     .into_response())
 }

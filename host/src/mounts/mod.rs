@@ -23,7 +23,8 @@ pub struct Mount {
     /// The cursor space of this mount's listings (part of every page token).
     pub space: String,
     pub backend: Backend,
-    pub warehouse: Warehouse,
+    /// The warehouse this mount governs; `None` for a mount of somebody else's catalog.
+    pub warehouse: Option<Warehouse>,
     /// The tenant owning the whole mount (authoritative; `None` for the root catalog,
     /// whose namespaces record their own owners).
     pub owner: Option<String>,
@@ -43,6 +44,13 @@ impl Mount {
             local.insert(0, name.clone());
         }
         local
+    }
+
+    /// The warehouse this mount governs, for operations that write files.
+    pub fn warehouse(&self) -> Result<&Warehouse, Error> {
+        self.warehouse
+            .as_ref()
+            .ok_or_else(|| Error::Unsupported(format!("{} has no warehouse on this server", self.label())))
     }
 
     /// Refuses a write under a read-only mount.

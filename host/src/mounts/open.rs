@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 
 use super::Mount;
 use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig};
-use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, Runtime};
+use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, HttpGrant, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::warehouse::Warehouse;
 
@@ -55,31 +56,71 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// The `http` grant of a rest mount: its `catalog_url` origin, with the token from
+/// `token_env`; and what the backend is told about the URL (path, warehouse).
+fn remote_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
+    let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        bail!("catalog_url {} is not an http(s) URL", mount.catalog_url);
+    }
+    let origin = url.origin().ascii_serialization();
+    let token = match &mount.token_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| anyhow!("token_env {var} is not set"))?),
+        None => None,
+    };
+    let warehouse = url.query_pairs().find(|(k, _)| k == "warehouse").map(|(_, v)| v.into_owned());
+    let settings = vec![
+        ("base_path".to_string(), url.path().trim_end_matches('/').to_string()),
+        ("warehouse".to_string(), warehouse.unwrap_or_default()),
+    ];
+    let grant = HttpGrant::new(
+        origin,
+        token,
+        Duration::from_millis(mount.connect_timeout_ms),
+        Duration::from_millis(mount.request_timeout_ms),
+    )
+    .map_err(|e| anyhow!("http client: {e}"))?;
+    Ok((grant, settings))
+}
+
 async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Runtime) -> anyhow::Result<Mount> {
     check_name(name)?;
     if mount.owner.is_empty() {
         bail!("owner must name a tenant");
     }
     let wasm = builtin::component(&mount.backend).map_err(|e| anyhow!("backend: {e}"))?;
-    let kv = open_store(mount, &config.catalog_file()?).await?;
-    if mount.token_env.is_some() {
-        tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
-    }
-    let grants = Grants { label: format!("mount `{name}`"), kv: Some(kv), config: vec![] };
+    let label = format!("mount `{name}`");
+    // A rest mount is somebody else's catalog: read-only, reached over http, and
+    // without a warehouse here. Everything else keeps its state in a key space.
+    let remote = mount.backend == "rest";
+    let grants = if remote {
+        let (http, settings) = remote_grant(mount)?;
+        Grants { label, kv: None, http: Some(http), config: RwLock::new(settings) }
+    } else {
+        if mount.token_env.is_some() {
+            tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
+        }
+        let kv = open_store(mount, &config.catalog_file()?).await?;
+        Grants { label, kv: Some(kv), http: None, config: Default::default() }
+    };
     let pool = runtime.load(wasm, grants).await?;
     let backend = Backend::open(pool).await?;
-    let location = match &mount.warehouse_location {
-        Some(location) => location.clone(),
-        None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
+    let warehouse = if remote {
+        None
+    } else {
+        let location = match &mount.warehouse_location {
+            Some(location) => location.clone(),
+            None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
+        };
+        Some(Warehouse::new(warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?))
     };
-    let warehouse = Warehouse::new(warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?);
     Ok(Mount {
         name: Some(name.to_string()),
         space: format!("mount:{name}"),
         backend,
         warehouse,
         owner: Some(mount.owner.clone()),
-        read_only: mount.read_only,
+        read_only: mount.read_only || remote,
     })
 }
 

@@ -8,10 +8,13 @@ use super::bindings::{
 use super::pool::InstancePool;
 use super::{BackendError, BackendErrorKind};
 
-/// A loaded backend: its pool and what it said it can do.
+/// A loaded backend: its pool, what it said it can do, and how its last call went.
 pub struct Backend {
     pool: InstancePool,
     capabilities: CapabilitySet,
+    /// The last failure that said the backend's store or remote is unreachable, until a
+    /// call succeeds again (for `/health`).
+    unreachable: std::sync::Mutex<Option<String>>,
 }
 
 fn from_wit(label: &str, e: WitError) -> BackendError {
@@ -39,22 +42,44 @@ macro_rules! exports {
                     .call(move |store, bindings| {
                         Box::pin(async move { bindings.rustberg_catalog_backend().$call(store, $( $borrow ),*).await })
                     })
-                    .await?;
-                result.map_err(|e| from_wit(self.pool.label(), e))
+                    .await
+                    .and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
+                self.record(&result);
+                result
             }
         )*
     };
 }
 
 impl Backend {
-    /// Wraps a pool, asking the component once for its capabilities.
+    /// Wraps a pool, asking the component once for its capabilities and keeping what
+    /// it asks to remember in the mount's configuration.
     pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
         let capabilities = pool
             .call(|store, bindings| {
                 Box::pin(async move { bindings.rustberg_catalog_backend().call_capabilities(store).await })
             })
             .await?;
-        Ok(Self { pool, capabilities })
+        let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
+        pool.grants().config.write().expect("mount config").extend(capabilities.remember.iter().cloned());
+        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None) })
+    }
+
+    fn record<T>(&self, result: &Result<T, BackendError>) {
+        let failure = match result {
+            Err(e) if matches!(e.kind, BackendErrorKind::Unavailable | BackendErrorKind::TimedOut) => {
+                Some(e.to_string())
+            }
+            Err(_) => return,
+            Ok(_) => None,
+        };
+        *self.unreachable.lock().expect("backend health") = failure;
+    }
+
+    /// `None` when the backend's last verdict was that it can reach what it needs;
+    /// otherwise the error that said it cannot.
+    pub fn unreachable(&self) -> Option<String> {
+        self.unreachable.lock().expect("backend health").clone()
     }
 
     /// How the mount is named in messages.
@@ -80,8 +105,8 @@ impl Backend {
         fn update_namespace_properties => call_update_namespace_properties(ns: Vec<String> = &ns, removals: Vec<String> = &removals, updates: Vec<(String, String)> = &updates) -> PropertiesUpdate;
         /// Lists table names in a namespace.
         fn list_tables => call_list_tables(ns: Vec<String> = &ns, page: PageRequest = &page) -> NamePage;
-        /// Loads a table pointer.
-        fn load_table => call_load_table(table: Ident = &table) -> Pointer;
+        /// Loads a table pointer (forwarding the client's access-delegation header).
+        fn load_table => call_load_table(table: Ident = &table, delegation: Option<String> = delegation.as_deref()) -> Pointer;
         /// Records a new table.
         fn create_table => call_create_table(table: Ident = &table, state: Pointer = &state) -> ();
         /// Compare-and-swap of a table pointer.

@@ -3,7 +3,7 @@
 //! Each import checks at call time what the mount grants: a component can ask for
 //! anything, and gets only what its mount's configuration gives it.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use wasmtime::component::ResourceTable;
@@ -12,15 +12,18 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
+use super::http::HttpGrant;
 use crate::storage::kv::{self as store, KvError, KvStore};
 
-/// What a mount gives its backend: a name for messages, an optional key space,
-/// and configuration values.
+/// What a mount gives its backend: a name for messages, an optional key space, an
+/// optional origin to call, and configuration values.
 pub struct Grants {
     /// How the mount is named in messages, e.g. "mount `prod`".
     pub label: String,
     pub kv: Option<KvStore>,
-    pub config: Vec<(String, String)>,
+    pub http: Option<HttpGrant>,
+    /// Values the backend reads through `config` (it adds what it discovered at open).
+    pub config: RwLock<Vec<(String, String)>>,
 }
 
 impl Grants {
@@ -30,6 +33,9 @@ impl Grants {
             vec!["rustberg:catalog/types", "rustberg:catalog/log", "rustberg:catalog/clock", "rustberg:catalog/config"];
         if self.kv.is_some() {
             names.push("rustberg:catalog/kv");
+        }
+        if self.http.is_some() {
+            names.push("rustberg:catalog/http");
         }
         names
     }
@@ -146,14 +152,16 @@ impl clock::Host for HostState {
 
 impl config::Host for HostState {
     async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.grants.config.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()))
+        let config = self.grants.config.read().expect("mount config");
+        Ok(config.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()))
     }
 }
 
 impl http::Host for HostState {
-    async fn send(&mut self, _req: http::Request) -> wasmtime::Result<Result<http::Response, WitError>> {
-        // No mount grants outbound HTTP yet (the rest backend will); a component
-        // importing it is refused at start-up, so this is only a safety net.
-        Ok(Err(WitError::Unsupported(format!("{} grants no outbound HTTP", self.grants.label))))
+    async fn send(&mut self, req: http::Request) -> wasmtime::Result<Result<http::Response, WitError>> {
+        Ok(match &self.grants.http {
+            Some(grant) => grant.send(req).await,
+            None => Err(WitError::Unsupported(format!("{} grants no outbound HTTP", self.grants.label))),
+        })
     }
 }

@@ -4,6 +4,7 @@
 //!   and the start-up check of a component's imports against its mount's grants.
 //! - `pool`: per-mount warm instances, call deadlines and memory caps.
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
+//! - `http`: outbound calls to a mount's own origin, with its credential and timeouts.
 //! - `backend`: typed async calls into a component's `backend` export.
 //! - `builtin`: the components shipped inside the binary.
 
@@ -11,11 +12,13 @@ mod backend;
 pub mod bindings;
 pub mod builtin;
 mod host_state;
+mod http;
 mod pool;
 mod runtime;
 
 pub use backend::Backend;
 pub use host_state::Grants;
+pub use http::HttpGrant;
 pub use pool::InstancePool;
 pub use runtime::Runtime;
 

@@ -45,6 +45,11 @@ impl InstancePool {
         &self.grants.label
     }
 
+    /// What the mount grants its backend.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
     async fn instantiate(&self) -> wasmtime::Result<Instance> {
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_limit_bytes())

@@ -63,13 +63,13 @@ fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVers
 /// Checks a client-supplied location against the mount's warehouse, or picks one.
 fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Result<String, Error> {
     match requested {
-        Some(location) if !mount.warehouse.contains(&location) => Err(Error::BadRequest(format!(
+        Some(location) if !mount.warehouse()?.contains(&location) => Err(Error::BadRequest(format!(
             "location {location} is outside the warehouse {} of {}",
-            mount.warehouse.root(),
+            mount.warehouse()?.root(),
             mount.label()
         ))),
         Some(location) => Ok(location.trim_end_matches('/').to_string()),
-        None => Ok(mount.warehouse.default_location(&ident.namespace, &ident.name)),
+        None => Ok(mount.warehouse()?.default_location(&ident.namespace, &ident.name)),
     }
 }
 
@@ -95,7 +95,7 @@ async fn write_metadata(
     metadata: &TableMetadata,
 ) -> Result<Committed, Error> {
     metadata
-        .write_to(mount.warehouse.io(), &location)
+        .write_to(mount.warehouse()?.io(), &location)
         .await
         .map_err(|e| Error::Internal(format!("writing table metadata to {location}: {e}")))?;
     let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
@@ -111,23 +111,29 @@ pub async fn create(mount: &Mount, ident: &Ident, metadata: &TableMetadata) -> R
         metadata_location: committed.metadata_location.clone(),
         metadata_json: committed.metadata_json.clone(),
         config: vec![],
+        storage_credentials: String::new(),
     };
     if let Err(e) = mount.backend.create_table(ident.clone(), pointer).await {
-        mount.warehouse.delete_quietly(&committed.metadata_location).await;
+        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
         return Err(Error::from_backend(e, no_such_namespace(mount, &ident.namespace)));
     }
     Ok(committed)
 }
 
 /// Loads a table's pointer.
-pub async fn load(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
-    mount.backend.load_table(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
+/// Loads a table's pointer, passing on the client's access-delegation request.
+pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Pointer, Error> {
+    mount
+        .backend
+        .load_table(ident.clone(), delegation)
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
 async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
     if pointer.metadata_json.is_empty() {
-        return TableMetadata::read_from(mount.warehouse.io(), &pointer.metadata_location)
+        return TableMetadata::read_from(mount.warehouse()?.io(), &pointer.metadata_location)
             .await
             .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
     }
@@ -148,7 +154,7 @@ pub async fn commit(
         return staged::create_from_updates(mount, ident, requirements, updates).await;
     }
     for _ in 0..COMMIT_ATTEMPTS {
-        let pointer = load(mount, ident).await?;
+        let pointer = load(mount, ident, None).await?;
         let current = current_metadata(mount, &pointer).await?;
         for requirement in requirements {
             requirement.check(Some(&current)).map_err(|e| {
@@ -170,11 +176,12 @@ pub async fn commit(
             metadata_location: committed.metadata_location.clone(),
             metadata_json: committed.metadata_json.clone(),
             config: pointer.config,
+            storage_credentials: String::new(),
         };
         match mount.backend.commit_table(ident.clone(), pointer.metadata_location, new).await {
             Ok(()) => return Ok(committed),
             Err(e) => {
-                mount.warehouse.delete_quietly(&committed.metadata_location).await;
+                mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
                 if e.kind != BackendErrorKind::Conflict {
                     return Err(Error::from_backend(e, no_such_table(mount, ident)));
                 }
@@ -191,16 +198,21 @@ pub async fn register(
     metadata_location: &str,
     overwrite: bool,
 ) -> Result<Committed, Error> {
-    if !mount.warehouse.contains(metadata_location) {
+    if !mount.warehouse()?.contains(metadata_location) {
         return Err(Error::BadRequest(format!(
             "metadata location {metadata_location} is outside the warehouse {} of {}",
-            mount.warehouse.root(),
+            mount.warehouse()?.root(),
             mount.label()
         )));
     }
-    let metadata = mount.warehouse.read_table_metadata(metadata_location).await?;
+    let metadata = mount.warehouse()?.read_table_metadata(metadata_location).await?;
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    let pointer = Pointer { metadata_location: metadata_location.to_string(), metadata_json, config: vec![] };
+    let pointer = Pointer {
+        metadata_location: metadata_location.to_string(),
+        metadata_json,
+        config: vec![],
+        storage_credentials: String::new(),
+    };
     let committed = Committed {
         metadata_location: pointer.metadata_location.clone(),
         metadata_json: pointer.metadata_json.clone(),
@@ -208,7 +220,7 @@ pub async fn register(
     match mount.backend.create_table(ident.clone(), pointer.clone()).await {
         Ok(()) => Ok(committed),
         Err(e) if e.kind == BackendErrorKind::AlreadyExists && overwrite => {
-            let current = load(mount, ident).await?;
+            let current = load(mount, ident, None).await?;
             mount
                 .backend
                 .commit_table(ident.clone(), current.metadata_location, pointer)
@@ -229,7 +241,7 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
     if purge {
         match current_metadata(mount, &pointer).await {
-            Ok(metadata) => mount.warehouse.purge(metadata.location()).await?,
+            Ok(metadata) => mount.warehouse()?.purge(metadata.location()).await?,
             Err(e) => {
                 tracing::warn!(table = %dotted(mount, ident), error = %e, "dropped, but could not purge")
             }

@@ -60,7 +60,7 @@ pub fn decode_properties(bytes: &[u8]) -> Result<Properties, Error> {
     Reader(bytes).pairs()
 }
 
-/// Encodes a table or view pointer.
+/// Encodes a table or view pointer (storage credentials are never stored).
 pub fn encode_pointer(p: &Pointer) -> Vec<u8> {
     let mut out = Vec::with_capacity(p.metadata_location.len() + p.metadata_json.len() + 16);
     put(&mut out, &p.metadata_location);
@@ -72,5 +72,10 @@ pub fn encode_pointer(p: &Pointer) -> Vec<u8> {
 /// Decodes a table or view pointer.
 pub fn decode_pointer(bytes: &[u8]) -> Result<Pointer, Error> {
     let mut r = Reader(bytes);
-    Ok(Pointer { metadata_location: r.string()?, metadata_json: r.string()?, config: r.pairs()? })
+    Ok(Pointer {
+        metadata_location: r.string()?,
+        metadata_json: r.string()?,
+        config: r.pairs()?,
+        storage_credentials: String::new(),
+    })
 }

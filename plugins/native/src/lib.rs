@@ -231,12 +231,13 @@ fn rename_member(kind: u8, source: Ident, destination: Ident) -> Result<(), Erro
 }
 
 impl Guest for Native {
-    fn capabilities() -> CapabilitySet {
-        CapabilitySet {
+    fn capabilities() -> Result<CapabilitySet, Error> {
+        Ok(CapabilitySet {
             endpoints: ENDPOINTS.iter().map(|s| s.to_string()).collect(),
             can_write: true,
             host_readable_manifests: true,
-        }
+            remember: vec![],
+        })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {
@@ -350,7 +351,7 @@ impl Guest for Native {
         list_members(keys::TABLE, &ns, &page)
     }
 
-    fn load_table(table: Ident) -> Result<Pointer, Error> {
+    fn load_table(table: Ident, _access_delegation: Option<String>) -> Result<Pointer, Error> {
         load_pointer(keys::TABLE, &table).map(|(_, p)| p)
     }
 

@@ -1,0 +1,99 @@
+//! Talking to the remote catalog through the host's `http` capability, and turning
+//! its answers into backend results (only 404 means absent).
+
+use serde::de::DeserializeOwned;
+
+use crate::rustberg::catalog::config;
+use crate::rustberg::catalog::http::{self, Request};
+use crate::rustberg::catalog::types::Error;
+
+/// Where the remote catalog's REST routes are.
+pub struct Remote {
+    /// The path of `catalog_url` on its origin, without a trailing slash (often empty).
+    base_path: String,
+    /// The REST prefix the remote's `/v1/config` gave (empty: none).
+    prefix: String,
+    /// The `warehouse` to ask `/v1/config` about, from `catalog_url`'s query.
+    pub warehouse: Option<String>,
+}
+
+/// Percent-encodes one path segment or query value.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Remote {
+    /// What is known before `/v1/config` was read.
+    pub fn discover() -> Result<Self, Error> {
+        Ok(Remote {
+            base_path: config::get("base_path").unwrap_or_default(),
+            prefix: String::new(),
+            warehouse: config::get("warehouse").filter(|w| !w.is_empty()),
+        })
+    }
+
+    /// Everything known after the mount was opened (the prefix is remembered then).
+    pub fn open() -> Result<Self, Error> {
+        let mut remote = Self::discover()?;
+        remote.prefix = config::get("prefix").unwrap_or_default();
+        Ok(remote)
+    }
+
+    pub fn config_path(&self) -> String {
+        match &self.warehouse {
+            Some(w) => format!("{}/v1/config?warehouse={}", self.base_path, encode(w)),
+            None => format!("{}/v1/config", self.base_path),
+        }
+    }
+
+    /// `<base>/v1/<prefix>/<segments…>?<query>`, every part encoded.
+    pub fn path(&self, segments: &[&str], query: &[(String, String)]) -> String {
+        let mut path = format!("{}/v1", self.base_path);
+        if !self.prefix.is_empty() {
+            path.push('/');
+            path.push_str(&encode(&self.prefix));
+        }
+        for segment in segments {
+            path.push('/');
+            path.push_str(&encode(segment));
+        }
+        for (i, (k, v)) in query.iter().enumerate() {
+            path.push(if i == 0 { '?' } else { '&' });
+            path.push_str(&format!("{}={}", encode(k), encode(v)));
+        }
+        path
+    }
+
+    /// GETs a path; a 2xx body, or the error its status means.
+    pub fn get(&self, path: &str, headers: Vec<(String, String)>) -> Result<Vec<u8>, Error> {
+        let response = http::send(&Request { method: "GET".into(), path: path.to_string(), headers, body: vec![] })?;
+        let status = response.status;
+        let detail = || {
+            let text = String::from_utf8_lossy(&response.body);
+            let text: String = text.chars().take(300).collect();
+            format!("GET {path}: HTTP {status}: {text}")
+        };
+        match status {
+            200..=299 => Ok(response.body),
+            404 => Err(Error::NotFound(detail())),
+            401 | 403 => Err(Error::Unavailable(format!("the remote rejected this mount's credential ({})", detail()))),
+            500..=599 => Err(Error::Unavailable(format!("the remote failed ({})", detail()))),
+            _ => Err(Error::Internal(format!("the remote refused the request ({})", detail()))),
+        }
+    }
+
+    /// GETs a path and parses its JSON body.
+    pub fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, Error> {
+        let body = self.get(path, vec![])?;
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::Unavailable(format!("GET {path}: the remote's answer is not valid: {e}")))
+    }
+}

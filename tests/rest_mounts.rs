@@ -1,0 +1,269 @@
+//! Rest mounts: somebody else's Iceberg REST catalog, read-only, behind Rustberg.
+//! Against a second Rustberg process, and against a small fake remote that counts
+//! its requests and misbehaves on demand (500, 401, never answering).
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use support::{assert_error, schema, Server};
+
+fn rest_mount(name: &str, url: &str, token_env: Option<&str>, extra: &str) -> String {
+    let token = token_env.map(|v| format!("token_env = \"{v}\"\n")).unwrap_or_default();
+    format!("[mount.{name}]\nbackend = \"rest\"\ncatalog_url = \"{url}\"\nowner = \"default\"\n{token}{extra}")
+}
+
+#[tokio::test]
+async fn a_rustberg_catalog_mounted_read_only() {
+    let remote = Server::start("");
+    for ns in [json!(["sales"]), json!(["sales", "eu"]), json!(["pages"])] {
+        assert_eq!(remote.post("/namespaces", json!({"namespace": ns, "properties": {"team": "x"}})).await.0, 200);
+    }
+    let created = remote.post("/namespaces/sales/tables", json!({"name": "orders", "schema": schema()})).await;
+    assert_eq!(created.0, 200);
+    for i in 0..25 {
+        assert_eq!(remote.post("/namespaces", json!({"namespace": ["pages", format!("p{i:02}")]})).await.0, 200);
+    }
+
+    let token = remote.admin_token();
+    let s = Server::try_start_with_env(
+        &rest_mount("partner", &remote.base, Some("PARTNER_TOKEN"), ""),
+        &[("PARTNER_TOKEN", &token)],
+    )
+    .unwrap_or_else(|out| panic!("{out}"));
+    assert_eq!(s.get("/namespaces").await.1["namespaces"], json!([["partner"]]));
+    assert_eq!(
+        s.get("/namespaces?parent=partner").await.1["namespaces"],
+        json!([["partner", "pages"], ["partner", "sales"]])
+    );
+    assert_eq!(
+        s.get("/namespaces/partner%1Fsales").await,
+        (200, json!({"namespace": ["partner", "sales"], "properties": {"team": "x"}}))
+    );
+    let listed = s.get("/namespaces/partner%1Fsales/tables").await.1;
+    assert_eq!(listed["identifiers"], json!([{"namespace": ["partner", "sales"], "name": "orders"}]));
+    let loaded = s.get("/namespaces/partner%1Fsales/tables/orders").await;
+    assert_eq!(loaded.0, 200);
+    assert_eq!(loaded.1["metadata-location"], created.1["metadata-location"]);
+    assert_eq!(loaded.1["metadata"], created.1["metadata"]);
+    assert_eq!(s.head("/namespaces/partner%1Fsales/tables/orders").await, 204);
+    assert_eq!(s.head("/namespaces/partner%1Fsales/tables/nope").await, 404);
+    assert_error(&s.get("/namespaces/partner%1Fnope").await, 404, "NoSuchNamespaceException");
+
+    // Paging inside the mount walks every remote namespace exactly once.
+    let (mut seen, mut token) = (vec![], String::new());
+    loop {
+        let page = s.get(&format!("/namespaces?parent=partner%1Fpages&pageToken={token}&pageSize=10")).await.1;
+        seen.extend(page["namespaces"].as_array().unwrap().iter().map(|n| n[2].as_str().unwrap().to_string()));
+        match page["next-page-token"].as_str() {
+            Some(next) => token = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, (0..25).map(|i| format!("p{i:02}")).collect::<Vec<_>>());
+
+    // Writes under the mount: 501 naming it. /v1/config promises no writes.
+    for got in [
+        s.post("/namespaces", json!({"namespace": ["partner", "new"]})).await,
+        s.post("/namespaces/partner%1Fsales/tables", json!({"name": "t", "schema": schema()})).await,
+        s.post("/namespaces/partner%1Fsales/tables/orders", json!({"requirements": [], "updates": []})).await,
+        s.delete("/namespaces/partner%1Fsales/tables/orders").await,
+    ] {
+        assert_error(&got, 501, "UnsupportedOperationException");
+        assert!(got.1["error"]["message"].as_str().unwrap().contains("mount `partner`"), "{}", got.1);
+    }
+    let config: Value = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json().await.unwrap();
+    for e in config["endpoints"].as_array().unwrap() {
+        let e = e.as_str().unwrap();
+        assert!(e.starts_with("GET ") || e.starts_with("HEAD "), "{e}");
+    }
+    assert_eq!(remote.head("/namespaces/sales/tables/orders").await, 204, "nothing changed at the remote");
+}
+
+/// A fake remote catalog: ten namespaces in remote pages of three, a table whose
+/// load echoes the delegation header, and misbehaving namespaces.
+#[derive(Default)]
+struct Fake {
+    list_requests: AtomicUsize,
+    authorization: Mutex<Option<String>>,
+}
+
+const FAKE_NAMESPACES: usize = 10;
+const FAKE_PAGE: usize = 3;
+
+async fn fake_config() -> Json<Value> {
+    // No prefix, no endpoints: a lenient peer must cope.
+    Json(json!({"defaults": {}, "overrides": {}}))
+}
+
+async fn fake_list(
+    State(fake): State<Arc<Fake>>,
+    headers: HeaderMap,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Json<Value> {
+    fake.list_requests.fetch_add(1, Ordering::SeqCst);
+    *fake.authorization.lock().unwrap() = headers.get("authorization").map(|v| v.to_str().unwrap().to_string());
+    let start: usize = q.get("pageToken").and_then(|t| t.strip_prefix('p')).and_then(|n| n.parse().ok()).unwrap_or(0);
+    let end = (start + FAKE_PAGE).min(FAKE_NAMESPACES);
+    let namespaces: Vec<Value> = (start..end).map(|i| json!([format!("n{i}")])).collect();
+    let mut body = json!({"namespaces": namespaces});
+    if end < FAKE_NAMESPACES {
+        body["next-page-token"] = json!(format!("p{end}"));
+    }
+    Json(body)
+}
+
+async fn fake_namespace(Path(ns): Path<String>) -> Response {
+    match ns.as_str() {
+        "broken" => (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response(),
+        "denied" => (StatusCode::UNAUTHORIZED, "who are you").into_response(),
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            StatusCode::OK.into_response()
+        }
+        n if n.starts_with('n') => Json(json!({"namespace": [n]})).into_response(),
+        _ => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"message": "no", "type": "NoSuchNamespaceException", "code": 404}})),
+        )
+            .into_response(),
+    }
+}
+
+async fn fake_table(headers: HeaderMap) -> Json<Value> {
+    let metadata =
+        json!({"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1", "location": "s3://remote/t"});
+    let mut body = json!({"metadata-location": "s3://remote/t/metadata/1.json", "metadata": metadata, "config": {"remote": "yes"}});
+    body["storage-credentials"] = match headers.get("x-iceberg-access-delegation") {
+        Some(_) => json!([{"prefix": "s3://remote/", "config": {"s3.access-key-id": "remote-vended"}}]),
+        None => Value::Null,
+    };
+    Json(body)
+}
+
+async fn start_fake() -> (Arc<Fake>, String) {
+    let fake = Arc::new(Fake::default());
+    let app = Router::new()
+        .route("/v1/config", get(fake_config))
+        .route("/v1/namespaces", get(fake_list))
+        .route("/v1/namespaces/{ns}", get(fake_namespace))
+        .route("/v1/namespaces/{ns}/tables/{t}", get(fake_table))
+        .with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (fake, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paging_costs_one_remote_request_per_remote_page() {
+    let (fake, url) = start_fake().await;
+    let s = Server::try_start_with_env(&rest_mount("far", &url, Some("FAR_TOKEN"), ""), &[("FAR_TOKEN", "s3cr3t")])
+        .unwrap_or_else(|out| panic!("{out}"));
+    let all: Vec<Value> = (0..FAKE_NAMESPACES).map(|i| json!(["far", format!("n{i}")])).collect();
+    let before = fake.list_requests.load(Ordering::SeqCst);
+    assert_eq!(s.get("/namespaces?parent=far").await.1["namespaces"], json!(all));
+    let remote_pages = FAKE_NAMESPACES.div_ceil(FAKE_PAGE);
+    assert_eq!(fake.list_requests.load(Ordering::SeqCst) - before, remote_pages, "one remote request per page");
+    // Client pages the size of the remote's: still one remote request per page.
+    let before = fake.list_requests.load(Ordering::SeqCst);
+    let (mut seen, mut token) = (vec![], String::new());
+    loop {
+        let page = s.get(&format!("/namespaces?parent=far&pageToken={token}&pageSize={FAKE_PAGE}")).await.1;
+        seen.extend(page["namespaces"].as_array().unwrap().clone());
+        match page["next-page-token"].as_str() {
+            Some(next) => token = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all);
+    assert_eq!(fake.list_requests.load(Ordering::SeqCst) - before, remote_pages);
+    // The host added the mount's credential.
+    assert_eq!(fake.authorization.lock().unwrap().as_deref(), Some("Bearer s3cr3t"));
+    // A token of the remote handed to Rustberg restarts the listing.
+    let restarted = s.get("/namespaces?parent=far&pageToken=p3&pageSize=2").await.1;
+    assert_eq!(restarted["namespaces"], json!([["far", "n0"], ["far", "n1"]]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_failures_are_errors_naming_the_mount_never_absences() {
+    let (_fake, url) = start_fake().await;
+    let s = Server::start(&rest_mount("far", &url, None, "request_timeout_ms = 400\n"));
+    s.post("/namespaces", json!({"namespace": ["local"]})).await;
+    for (ns, cause) in [
+        ("broken", "the remote failed"),
+        ("denied", "rejected this mount's credential"),
+        ("slow", "did not answer within 400 ms"),
+    ] {
+        let got = s.get(&format!("/namespaces/far%1F{ns}")).await;
+        assert_error(&got, 503, "ServiceUnavailableException");
+        let message = got.1["error"]["message"].as_str().unwrap();
+        assert!(message.contains("mount `far`") && message.contains(cause), "{ns}: {message}");
+        assert_eq!(s.head(&format!("/namespaces/far%1F{ns}")).await, 503, "HEAD {ns} is an error, not an absence");
+    }
+    let health: Value = s.client.get(format!("{}/health", s.base)).send().await.unwrap().json().await.unwrap();
+    let far = health["mounts"].as_array().unwrap().iter().find(|m| m["mount"] == "mount `far`").unwrap().clone();
+    assert_eq!(far["state"], "unreachable", "{health}");
+    assert!(far["error"].as_str().unwrap().contains("did not answer"), "{health}");
+    assert_eq!(s.client.get(format!("{}/ready", s.base)).send().await.unwrap().status(), 200, "still ready");
+    assert_eq!(s.get("/namespaces/local").await.0, 200, "the rest keeps working");
+    // Only a remote 404 means "not there"; a success clears the health state.
+    assert_error(&s.get("/namespaces/far%1Fmissing").await, 404, "NoSuchNamespaceException");
+    assert_eq!(s.get("/namespaces/far%1Fn1").await.0, 200);
+    let health: Value = s.client.get(format!("{}/health", s.base)).send().await.unwrap().json().await.unwrap();
+    assert!(health["mounts"].as_array().unwrap().iter().all(|m| m["state"] == "ok"), "{health}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegation_is_forwarded_and_the_remotes_credentials_returned_unchanged() {
+    let (_fake, url) = start_fake().await;
+    let s = Server::start(&rest_mount("far", &url, None, ""));
+    let plain = s.get("/namespaces/far%1Fn1/tables/t").await;
+    assert_eq!(plain.0, 200, "{}", plain.1);
+    assert_eq!(plain.1["config"], json!({"remote": "yes"}));
+    assert!(plain.1.get("storage-credentials").is_none(), "null from the remote is omitted: {}", plain.1);
+    let r = s
+        .client
+        .get(s.url("/namespaces/far%1Fn1/tables/t"))
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["storage-credentials"],
+        json!([{"prefix": "s3://remote/", "config": {"s3.access-key-id": "remote-vended"}}])
+    );
+    assert_eq!(body["metadata-location"], "s3://remote/t/metadata/1.json");
+}
+
+#[tokio::test]
+async fn a_remote_that_never_answers_stops_the_start_naming_the_mount() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    // Accept connections and never answer.
+    std::thread::spawn(move || {
+        let mut held = vec![];
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let output = match Server::try_start(&rest_mount("mute", &url, None, "request_timeout_ms = 300\n")) {
+        Ok(_) => panic!("started"),
+        Err(output) => output,
+    };
+    assert!(output.contains("mount `mute`") && output.contains("did not answer within 300 ms"), "{output}");
+    let output = match Server::try_start(&rest_mount("tokenless", &url, Some("UNSET_VARIABLE_FOR_TEST"), "")) {
+        Ok(_) => panic!("started"),
+        Err(output) => output,
+    };
+    assert!(output.contains("mount `tokenless`") && output.contains("UNSET_VARIABLE_FOR_TEST"), "{output}");
+}
