@@ -16,14 +16,20 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The venv with the packages of `tests/python/requirements.txt`, created if missing.
+/// The client venv, with the packages of `tests/python/requirements.txt`.
 fn venv() -> PathBuf {
     let venv = std::env::var_os("RUSTBERG_TEST_VENV").map(PathBuf::from).unwrap_or_else(|| {
         // The binary lives in <target>/<profile>/rustberg.
         Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().parent().unwrap().join("test-venv")
     });
+    venv_with(venv, "requirements.txt")
+}
+
+/// A venv holding the packages of `tests/python/<requirements>`, created or updated if
+/// they changed.
+fn venv_with(venv: PathBuf, requirements: &str) -> PathBuf {
     let python = venv.join("bin/python");
-    let requirements = repo_root().join("tests/python/requirements.txt");
+    let requirements = repo_root().join("tests/python").join(requirements);
     let stamp = venv.join("requirements.installed");
     let wanted = std::fs::read_to_string(&requirements).unwrap();
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
@@ -101,4 +107,85 @@ fn a_rest_mounted_table_reads_and_joins() {
     let token = remote.admin_token();
     let server = server.restart_with_env(&toml, &[("PARTNER_TOKEN", &token)]).unwrap_or_else(|out| panic!("{out}"));
     pytest_with("test_rest_mount.py::test_read_and_join_through_a_rest_mount", &server, &remote_env);
+}
+
+/// lakana-server, running on a free port with a throwaway database, until dropped.
+struct Lakana {
+    child: std::process::Child,
+    url: String,
+    token: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Lakana {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Lakana {
+    fn start() -> Lakana {
+        // Its own venv: a server's pins must not decide the clients' versions.
+        let venv = venv().parent().unwrap().join("lakana-venv");
+        let venv = venv_with(venv, "requirements-lakana.txt");
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let env = [
+            ("LAKANA_DATABASE__URL", format!("sqlite:///{}/lakana.db", dir.path().display())),
+            ("LAKANA_BOOTSTRAP_PAT_KEY_ID", "rustbergtest".to_string()),
+            ("LAKANA_BOOTSTRAP_PAT_SECRET", "s3cretvalue".to_string()),
+            ("LAKANA_PORT", port.to_string()),
+        ];
+        let server = venv.join("bin/lakana-server");
+        let migrated = Command::new(&server).arg("migrate").envs(env.clone()).output().unwrap();
+        assert!(migrated.status.success(), "{}", String::from_utf8_lossy(&migrated.stderr));
+        let log = std::fs::File::create(dir.path().join("lakana.log")).unwrap();
+        let child = Command::new(&server).envs(env).stdout(log.try_clone().unwrap()).stderr(log).spawn().unwrap();
+        let lakana = Lakana {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            token: "lakana_pat_rustbergtest_s3cretvalue".into(),
+            _dir: dir,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let client = reqwest::Client::new();
+            for _ in 0..300 {
+                let ready = client.get(format!("{}/v1/config", lakana.url)).bearer_auth(&lakana.token).send().await;
+                if ready.is_ok_and(|r| r.status().is_success()) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            let root = format!("file://{}/warehouse", lakana._dir.path().display());
+            let created = client
+                .post(format!("{}/api/v1/environments", lakana.url))
+                .bearer_auth(&lakana.token)
+                .json(&serde_json::json!({"name": "dev", "storage": {"scheme": "file", "root": root}}))
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                created.status().is_success(),
+                "creating the lakana environment: {}",
+                created.text().await.unwrap()
+            );
+        });
+        lakana
+    }
+}
+
+#[test]
+fn lakana_server_mounted_read_only() {
+    let lakana = Lakana::start();
+    let env = [("LAKANA_URL", lakana.url.as_str()), ("LAKANA_TOKEN", lakana.token.as_str())];
+    let plain = Server::start("");
+    pytest_with("test_lakana.py::test_seed_lakana", &plain, &env);
+    let toml = format!(
+        "[mount.lk]\nbackend = \"rest\"\ncatalog_url = \"{}?warehouse=dev\"\nowner = \"default\"\ntoken_env = \"LK_TOKEN\"\n",
+        lakana.url
+    );
+    let server = plain.restart_with_env(&toml, &[("LK_TOKEN", &lakana.token)]).unwrap_or_else(|out| panic!("{out}"));
+    pytest_with("test_lakana.py::test_read_through_rustberg", &server, &env);
 }
