@@ -18,6 +18,29 @@ def extension(name):
     return os.path.join(os.path.dirname(module.__file__), "extensions", "v1.5.5", f"{name}.duckdb_extension")
 
 
+def attach_rustberg():
+    """A DuckDB connection with Rustberg attached as `rb` (extensions loaded from the wheels)."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    for name in ("httpfs", "avro", "iceberg"):
+        con.load_extension(extension(name))
+    con.execute(f"CREATE SECRET rb_secret (TYPE iceberg, TOKEN '{fetch_token()}')")
+    con.execute(
+        f"ATTACH 'catalog' AS rb (TYPE iceberg, ENDPOINT '{os.environ['RUSTBERG_URL']}', "
+        "SECRET rb_secret, SUPPORT_NESTED_NAMESPACES true)"
+    )
+    return con
+
+
+def create_with_rows(catalog, name, fields, rows):
+    """Creates a table of (name, type, required) long/string fields and appends `rows`."""
+    types = {"long": (LongType(), pa.int64()), "string": (StringType(), pa.string())}
+    schema = Schema(*[NestedField(i + 1, f, types[t][0], required=r) for i, (f, t, r) in enumerate(fields)])
+    arrow = pa.schema([pa.field(f, types[t][1], nullable=not r) for f, t, r in fields])
+    table = catalog.create_table(name, schema=schema)
+    table.append(pa.Table.from_pylist(rows, schema=arrow))
+    return table
+
+
 @pytest.fixture
 def catalog():
     return load_catalog(
@@ -30,35 +53,20 @@ def test_join_across_a_mount_and_the_root(catalog):
     catalog.create_namespace("prod.sales")
     catalog.create_namespace("analytics")
     catalog.create_namespace("analytics.web")
-    orders = catalog.create_table(
+    create_with_rows(
+        catalog,
         "prod.sales.orders",
-        schema=Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "amount", LongType())),
+        [("id", "long", True), ("amount", "long", False)],
+        [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}, {"id": 3, "amount": 30}],
     )
-    orders.append(
-        pa.Table.from_pylist(
-            [{"id": 1, "amount": 10}, {"id": 2, "amount": 20}, {"id": 3, "amount": 30}],
-            schema=pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("amount", pa.int64())]),
-        )
-    )
-    events = catalog.create_table(
+    create_with_rows(
+        catalog,
         "analytics.web.events",
-        schema=Schema(NestedField(1, "order_id", LongType(), required=True), NestedField(2, "page", StringType())),
-    )
-    events.append(
-        pa.Table.from_pylist(
-            [{"order_id": 1, "page": "/cart"}, {"order_id": 3, "page": "/pay"}, {"order_id": 9, "page": "/x"}],
-            schema=pa.schema([pa.field("order_id", pa.int64(), nullable=False), pa.field("page", pa.string())]),
-        )
+        [("order_id", "long", True), ("page", "string", False)],
+        [{"order_id": 1, "page": "/cart"}, {"order_id": 3, "page": "/pay"}, {"order_id": 9, "page": "/x"}],
     )
 
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    for name in ("httpfs", "avro", "iceberg"):
-        con.load_extension(extension(name))
-    con.execute(f"CREATE SECRET rb_secret (TYPE iceberg, TOKEN '{fetch_token()}')")
-    con.execute(
-        f"ATTACH 'catalog' AS rb (TYPE iceberg, ENDPOINT '{os.environ['RUSTBERG_URL']}', "
-        "SECRET rb_secret, SUPPORT_NESTED_NAMESPACES true)"
-    )
+    con = attach_rustberg()
     rows = con.execute(
         'SELECT o.id, o.amount, e.page FROM rb."prod.sales".orders o '
         'JOIN rb."analytics.web".events e ON e.order_id = o.id ORDER BY o.id'
