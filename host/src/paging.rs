@@ -87,6 +87,14 @@ impl PageAsk {
             },
         }
     }
+
+    /// The page size; `None` for everything.
+    pub fn size(&self) -> Option<u32> {
+        match self {
+            PageAsk::All => None,
+            PageAsk::Page { size, .. } => Some(*size),
+        }
+    }
 }
 
 /// One batch from a backend: each item with its cursor, `None` where the caller may

@@ -14,7 +14,7 @@ use crate::auth::Caller;
 use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::paging::{self, Batch, PageAsk, PageTokens};
+use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::BackendErrorKind;
 
@@ -72,50 +72,36 @@ async fn list_top_level(
     token: Option<&str>,
     size: Option<u32>,
 ) -> Result<ListNamespacesResponse, Error> {
-    let tokens: &PageTokens = &state.tokens;
+    let tokens = &state.tokens;
     let root = state.mounts.root();
-    let ask = PageAsk::from_query(tokens, &root.space, token, size);
-    // Where to start: in the mount names (after one of them), or in the root catalog.
-    let (mut in_mounts, mut after) = match token {
-        Some(t) if !t.is_empty() => match (tokens.verify(MOUNTS_SPACE, t), tokens.verify(&root.space, t)) {
-            (Some(mount), _) => (true, Some(mount)),
-            (None, Some(cursor)) => (false, Some(cursor)),
-            (None, None) => (true, None),
-        },
-        _ => (true, None),
-    };
-    let want = match ask {
-        PageAsk::All => None,
-        PageAsk::Page { size, .. } => Some(size as usize),
-    };
+    // A token of the root catalog's cursor space resumes there. Anything else (a
+    // mount-name token, none, one this server did not issue) starts in the mount
+    // names, after the one it names if any.
+    let root_cursor = token.and_then(|t| tokens.verify(&root.space, t));
+    let after_mount = token.and_then(|t| tokens.verify(MOUNTS_SPACE, t));
+    let want = PageAsk::from_query(tokens, MOUNTS_SPACE, token, size).size().map(|w| w as usize);
+    let full = |served: &Vec<Vec<String>>| want.is_some_and(|w| served.len() >= w);
     let mut namespaces = Vec::new();
-    if in_mounts {
-        for (name, _) in state.mounts.named() {
-            if after.as_ref().is_some_and(|a| name <= a) {
-                continue;
-            }
-            if want.is_some_and(|w| namespaces.len() >= w) {
-                let next = after.map(|a| tokens.issue(MOUNTS_SPACE, &a));
-                return Ok(ListNamespacesResponse { namespaces, next_page_token: next });
+    if root_cursor.is_none() {
+        let mut examined = after_mount.clone();
+        for (name, _) in state.mounts.named().filter(|(n, _)| after_mount.as_ref().is_none_or(|a| *n > a)) {
+            if full(&namespaces) {
+                break;
             }
             if access.can_read(&Resource::Namespace(vec![name.clone()]))? {
                 namespaces.push(vec![name.clone()]);
             }
-            after = Some(name.clone());
+            examined = Some(name.clone());
         }
-        in_mounts = false;
-        after = None;
+        if full(&namespaces) {
+            // Resume after the last mount name examined (the root catalog follows).
+            let next_page_token = examined.map(|m| tokens.issue(MOUNTS_SPACE, &m));
+            return Ok(ListNamespacesResponse { namespaces, next_page_token });
+        }
     }
-    debug_assert!(!in_mounts);
-    let remaining = want.map(|w| w - namespaces.len());
-    if remaining == Some(0) {
-        // Full at the end of the mount names: resume in the root catalog.
-        let next = state.mounts.named().last().map(|(name, _)| tokens.issue(MOUNTS_SPACE, name));
-        return Ok(ListNamespacesResponse { namespaces, next_page_token: next });
-    }
-    let ask = match remaining {
+    let ask = match want {
         None => PageAsk::All,
-        Some(size) => PageAsk::Page { after, size: size as u32 },
+        Some(w) => PageAsk::Page { after: root_cursor, size: (w - namespaces.len()) as u32 },
     };
     let (more, next) = paging::fill(ask, |after, limit| backend_page(root, access, &[], None, after, limit)).await?;
     namespaces.extend(more);
