@@ -23,6 +23,7 @@ pub const HOST_ENDPOINTS: &[&str] = &[
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
 ];
 
 /// The endpoints that change a catalog: a read-only mount removes them from what
@@ -46,17 +47,8 @@ pub const MUTATING_ENDPOINTS: &[&str] = &[
 
 /// Parts of spec paths the host does not implement yet: they answer 501 (which
 /// real clients read as "unsupported") and are absent from `endpoints`.
-const NOT_YET: &[&str] = &[
-    "/views",
-    "/register-view",
-    "/transactions/commit",
-    "/plan",
-    "/tasks",
-    "/credentials",
-    "/unregister",
-    "/functions",
-    "/sign",
-];
+const NOT_YET: &[&str] =
+    &["/views", "/register-view", "/plan", "/tasks", "/credentials", "/unregister", "/functions", "/sign"];
 
 /// Answers requests no route matched.
 pub async fn fallback(method: Method, uri: Uri) -> Error {

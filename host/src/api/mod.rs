@@ -58,7 +58,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route(&format!("{ns}/tables/{{table}}/metrics"), post(tables::report_metrics))
         .route(&format!("{ns}/register"), post(tables::register))
-        .route(&format!("{base}/tables/rename"), post(tables::rename));
+        .route(&format!("{base}/tables/rename"), post(tables::rename))
+        .route(&format!("{base}/transactions/commit"), post(tables::commit_transaction));
     // Everything but the token endpoint and the probes needs a caller.
     let authenticated = Router::new()
         .route("/v1/config", get(catalog_config::get_config))

@@ -93,6 +93,12 @@ pub struct CommitTableRequest {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+pub struct CommitTransactionRequest {
+    pub table_changes: Vec<CommitTableRequest>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct RegisterTableRequest {
     pub name: String,
     pub metadata_location: String,

@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::model::{
-    CommitTableRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse, RegisterTableRequest,
-    RenameTableRequest, TableIdentifier, TableResult,
+    CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse,
+    RegisterTableRequest, RenameTableRequest, TableIdentifier, TableResult,
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
@@ -15,7 +15,7 @@ use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
-use crate::tables::{self, NewTable};
+use crate::tables::{self, NewTable, TableChange};
 
 /// The header a client sends to ask for vended credentials or remote signing.
 const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
@@ -291,5 +291,50 @@ pub async fn report_metrics(
     resolve(&state, caller, &raw, name.clone(), Privilege::Read)?;
     let kind = report.get("report-type").and_then(|v| v.as_str()).unwrap_or("unknown");
     tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, "metrics report");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// commitTransaction: changes to several tables of one backend, applied atomically.
+/// A transaction spanning two mounts (or a mount and the root catalog) is refused
+/// with 501 naming both sides: there is no protocol between two backends.
+pub async fn commit_transaction(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Json(req): Json<CommitTransactionRequest>,
+) -> Result<StatusCode, Error> {
+    if req.table_changes.is_empty() {
+        return Err(Error::BadRequest("a transaction needs at least one table change".into()));
+    }
+    let access = state.authz.access(caller.0)?;
+    let mut mount: Option<&crate::mounts::Mount> = None;
+    let mut changes = Vec::with_capacity(req.table_changes.len());
+    let mut seen = std::collections::HashSet::new();
+    for change in req.table_changes {
+        let id = change
+            .identifier
+            .ok_or_else(|| Error::BadRequest("every table change in a transaction needs its identifier".into()))?;
+        if !seen.insert((id.namespace.clone(), id.name.clone())) {
+            return Err(Error::BadRequest(format!("table {}.{} appears twice", id.namespace.join("."), id.name)));
+        }
+        let resource = Resource::table(&id.namespace, &id.name);
+        access.require(&resource, Privilege::Write, no_such_table(&id.namespace, &id.name))?;
+        let (this, local) = state.mounts.route_container(&id.namespace)?;
+        if let Some(first) = mount.filter(|m| !std::ptr::eq(*m, this)) {
+            return Err(Error::Unsupported(format!(
+                "a transaction cannot span {} and {}",
+                first.label(),
+                this.label()
+            )));
+        }
+        mount = Some(this);
+        changes.push(TableChange {
+            ident: Ident { namespace: local.to_vec(), name: id.name },
+            requirements: change.requirements,
+            updates: change.updates,
+        });
+    }
+    let mount = mount.expect("at least one change");
+    mount.check_writable()?;
+    tables::commit_transaction(mount, &changes).await?;
     Ok(StatusCode::NO_CONTENT)
 }

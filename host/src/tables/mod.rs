@@ -12,7 +12,7 @@ use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::plugins::bindings::{Ident, Pointer};
+use crate::plugins::bindings::{Ident, Pointer, TableCommit};
 use crate::plugins::BackendErrorKind;
 
 /// How often a commit that lost the compare-and-swap is re-applied to the new
@@ -154,31 +154,10 @@ pub async fn commit(
         return staged::create_from_updates(mount, ident, requirements, updates).await;
     }
     for _ in 0..COMMIT_ATTEMPTS {
-        let pointer = load(mount, ident, None).await?;
-        let current = current_metadata(mount, &pointer).await?;
-        for requirement in requirements {
-            requirement.check(Some(&current)).map_err(|e| {
-                Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
-            })?;
-        }
-        let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
-        let mut builder = TableMetadataBuilder::new_from_metadata(current, Some(pointer.metadata_location.clone()));
-        for update in updates {
-            builder = update.clone().apply(builder)?;
-        }
-        let metadata = builder.build()?.metadata;
-        let location = match previous {
-            Some(previous) => previous.with_next_version().with_new_metadata(&metadata),
-            None => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
-        };
-        let committed = write_metadata(mount, location, &metadata).await?;
-        let new = Pointer {
-            metadata_location: committed.metadata_location.clone(),
-            metadata_json: committed.metadata_json.clone(),
-            config: pointer.config,
-            storage_credentials: String::new(),
-        };
-        match mount.backend.commit_table(ident.clone(), pointer.metadata_location, new).await {
+        let (expected, new) = prepare(mount, ident, requirements, updates).await?;
+        let committed =
+            Committed { metadata_location: new.metadata_location.clone(), metadata_json: new.metadata_json.clone() };
+        match mount.backend.commit_table(ident.clone(), expected, new).await {
             Ok(()) => return Ok(committed),
             Err(e) => {
                 mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
@@ -189,6 +168,88 @@ pub async fn commit(
         }
     }
     Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(mount, ident))))
+}
+
+/// Checks the requirements against a table's current metadata, applies the updates
+/// and writes the new metadata file: the location the swap expects, and the new state.
+async fn prepare(
+    mount: &Mount,
+    ident: &Ident,
+    requirements: &[TableRequirement],
+    updates: &[TableUpdate],
+) -> Result<(String, Pointer), Error> {
+    let pointer = load(mount, ident, None).await?;
+    let current = current_metadata(mount, &pointer).await?;
+    for requirement in requirements {
+        requirement.check(Some(&current)).map_err(|e| {
+            Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
+        })?;
+    }
+    let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
+    let mut builder = TableMetadataBuilder::new_from_metadata(current, Some(pointer.metadata_location.clone()));
+    for update in updates {
+        builder = update.clone().apply(builder)?;
+    }
+    let metadata = builder.build()?.metadata;
+    let location = match previous {
+        Some(previous) => previous.with_next_version().with_new_metadata(&metadata),
+        None => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
+    };
+    let committed = write_metadata(mount, location, &metadata).await?;
+    let new = Pointer {
+        metadata_location: committed.metadata_location,
+        metadata_json: committed.metadata_json,
+        config: pointer.config,
+        storage_credentials: String::new(),
+    };
+    Ok((pointer.metadata_location, new))
+}
+
+/// One table's part of a multi-table commit.
+pub struct TableChange {
+    pub ident: Ident,
+    pub requirements: Vec<TableRequirement>,
+    pub updates: Vec<TableUpdate>,
+}
+
+/// Commits changes to several tables of one backend atomically: every requirement is
+/// checked and every new metadata file written first, then one conditional commit
+/// swaps every pointer, or none. Anything failing answers 409 and leaves no file behind.
+pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
+    let mut commits = Vec::with_capacity(changes.len());
+    let mut written = Vec::with_capacity(changes.len());
+    let mut outcome = Ok(());
+    for change in changes {
+        if change.requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
+            outcome = Err(Error::BadRequest("assert-create is not supported inside a transaction".into()));
+            break;
+        }
+        match prepare(mount, &change.ident, &change.requirements, &change.updates).await {
+            Ok((expected, new)) => {
+                written.push(new.metadata_location.clone());
+                commits.push(TableCommit { ident: change.ident.clone(), expected_metadata_location: expected, new });
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    if outcome.is_ok() {
+        outcome = mount.backend.commit_transaction(commits).await.map_err(|e| match e.kind {
+            BackendErrorKind::Conflict => Error::CommitFailed(format!(
+                "a table in the transaction was changed by a concurrent commit; nothing was applied ({})",
+                mount.label()
+            )),
+            _ => Error::from_backend(e, |m| Error::NoSuchTable(m)),
+        });
+    }
+    if outcome.is_err() {
+        for location in &written {
+            mount.warehouse()?.delete_quietly(location).await;
+        }
+    }
+    outcome
 }
 
 /// Records an existing metadata file as a table (registerTable).
