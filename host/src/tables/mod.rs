@@ -241,7 +241,7 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
                 "a table in the transaction was changed by a concurrent commit; nothing was applied ({})",
                 mount.label()
             )),
-            _ => Error::from_backend(e, |m| Error::NoSuchTable(m)),
+            _ => Error::from_backend(e, Error::NoSuchTable),
         });
     }
     if outcome.is_err() {
