@@ -271,3 +271,24 @@ async fn staged_create_is_committed_with_assert_create() {
     // The same create again fails its assert-create.
     assert_error(&s.post("/namespaces/db/tables/staged", commit).await, 409, "CommitFailedException");
 }
+
+#[tokio::test]
+async fn metrics_reports_are_accepted_and_counted() {
+    let s = Server::start("");
+    s.post("/namespaces", json!({"namespace": ["db"]})).await;
+    create_table(&s, "db", "t").await;
+    let report = json!({
+        "report-type": "scan-report", "table-name": "db.t", "snapshot-id": 1, "filter": true,
+        "schema-id": 0, "projected-field-ids": [1], "projected-field-names": ["id"], "metrics": {}
+    });
+    let r = s.client.post(s.url("/namespaces/db/tables/t/metrics")).json(&report).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert_error(
+        &s.post("/namespaces/db/tables/t/metrics", json!({"report-type": "nonsense"})).await,
+        400,
+        "BadRequestException",
+    );
+    assert_error(&s.post("/namespaces/db/tables/nope/metrics", report).await, 404, "NoSuchTableException");
+    let text = s.client.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
+    assert!(text.contains("rustberg_metrics_reports_total{report_type=\"scan-report\"} 1"), "{text}");
+}

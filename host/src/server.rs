@@ -127,7 +127,14 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let mounts = Mounts::new(root, named);
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts);
-    Ok(AppState { mounts, tokens, endpoints, auth, authz: Authorizer::load(host, mount_owners)? })
+    Ok(AppState {
+        mounts,
+        tokens,
+        endpoints,
+        auth,
+        authz: Authorizer::load(host, mount_owners)?,
+        counters: Default::default(),
+    })
 }
 
 /// What `/v1/config` promises: what the host implements and every mount supports;

@@ -1,4 +1,5 @@
-//! `/health` (the server and every mount's state) and `/ready`.
+//! `/health` (the server and every mount's state), `/ready`, and `/metrics`
+//! (counters in the Prometheus text format).
 
 use axum::Json;
 use serde_json::{json, Value};
@@ -22,4 +23,29 @@ pub async fn health(axum::extract::State(state): State) -> Json<Value> {
 /// the namespaces that still work keep working.
 pub async fn ready() -> Json<Value> {
     Json(json!({ "status": "ready" }))
+}
+
+/// Counters the server keeps.
+#[derive(Default)]
+pub struct Counters {
+    /// reportMetrics calls received, by report type.
+    reports: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl Counters {
+    pub fn count_report(&self, kind: &str) {
+        *self.reports.lock().expect("counters").entry(kind.to_string()).or_default() += 1;
+    }
+}
+
+/// The counters, in the Prometheus text format.
+pub async fn metrics(axum::extract::State(state): State) -> String {
+    let mut out = String::from(
+        "# HELP rustberg_metrics_reports_total Metrics reports received from clients.\n\
+         # TYPE rustberg_metrics_reports_total counter\n",
+    );
+    for (kind, count) in state.counters.reports.lock().expect("counters").iter() {
+        out.push_str(&format!("rustberg_metrics_reports_total{{report_type=\"{kind}\"}} {count}\n"));
+    }
+    out
 }

@@ -27,6 +27,7 @@ use crate::mounts::Mounts;
 use crate::paging::PageTokens;
 
 pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+pub use health::Counters;
 
 /// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
 pub const PREFIX: &str = "catalog";
@@ -39,6 +40,7 @@ pub struct AppState {
     pub endpoints: Vec<String>,
     pub auth: Arc<Authenticator>,
     pub authz: Authorizer,
+    pub counters: Counters,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -71,6 +73,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/oauth/tokens", post(oauth::token))
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
+        .route("/metrics", get(health::metrics))
         .fallback(endpoints::fallback)
         .with_state(state)
 }

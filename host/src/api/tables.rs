@@ -288,9 +288,15 @@ pub async fn report_metrics(
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
-    resolve(&state, caller, &raw, name.clone(), Privilege::Read)?;
-    let kind = report.get("report-type").and_then(|v| v.as_str()).unwrap_or("unknown");
-    tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, "metrics report");
+    let (mount, ident) = resolve(&state, caller, &raw, name.clone(), Privilege::Read)?;
+    tables::load(mount, &ident, None).await?;
+    let kind = match report.get("report-type").and_then(|v| v.as_str()) {
+        Some(kind @ ("scan-report" | "commit-report")) => kind,
+        Some(other) => return Err(Error::BadRequest(format!("unknown report-type {other:?}"))),
+        None => return Err(Error::BadRequest("a metrics report needs its report-type".into())),
+    };
+    tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, %report, "metrics report");
+    state.counters.count_report(kind);
     Ok(StatusCode::NO_CONTENT)
 }
 
