@@ -292,3 +292,26 @@ async fn metrics_reports_are_accepted_and_counted() {
     let text = s.client.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("rustberg_metrics_reports_total{report_type=\"scan-report\"} 1"), "{text}");
 }
+
+#[tokio::test]
+async fn idempotency_keys_replay_the_final_response() {
+    let s = Server::start("");
+    let config: Value = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(config["idempotency-key-lifetime"], "PT30M");
+    let create = |key: &'static str| {
+        s.client
+            .post(s.url("/namespaces"))
+            .header("Idempotency-Key", key)
+            .json(&json!({"namespace": ["once"], "properties": {"n": "1"}}))
+            .send()
+    };
+    let first = create("01937c3a-0000-7000-8000-000000000001").await.unwrap();
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.unwrap();
+    // The retry is not a second create (which would be 409): it is the first answer again.
+    let again = create("01937c3a-0000-7000-8000-000000000001").await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    // A new key is a new operation.
+    assert_eq!(create("01937c3a-0000-7000-8000-000000000002").await.unwrap().status(), 409);
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use rand::RngCore;
 
+use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 use crate::auth::{hash_secret, Authenticator, Directory, Oidc, Principal, Role, TokenIssuer};
 use crate::authz::Authorizer;
@@ -132,8 +133,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         tokens,
         endpoints,
         auth,
-        authz: Authorizer::load(host, mount_owners)?,
+        authz: Authorizer::load(host.clone(), mount_owners)?,
         counters: Default::default(),
+        idempotency: Arc::new(Idempotency::new(host)),
     })
 }
 
@@ -158,6 +160,16 @@ fn advertised_endpoints(mounts: &Mounts) -> Vec<String> {
 /// Runs the server until Ctrl-C.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let state = Arc::new(build(&config).await?);
+    // Expired idempotency keys are removed in the background.
+    let sweeper = state.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            let state = sweeper.clone();
+            let _ = tokio::task::spawn_blocking(move || state.idempotency.sweep()).await;
+        }
+    });
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

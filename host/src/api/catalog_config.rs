@@ -9,6 +9,7 @@ pub async fn get_config(axum::extract::State(state): State) -> Json<Value> {
     Json(json!({
         "defaults": {},
         "overrides": { "prefix": PREFIX },
+        "idempotency-key-lifetime": super::idempotency::LIFETIME_ISO,
         "endpoints": state.endpoints,
     }))
 }

@@ -5,6 +5,7 @@
 mod catalog_config;
 mod endpoints;
 mod health;
+pub mod idempotency;
 mod management;
 mod model;
 mod namespaces;
@@ -41,6 +42,7 @@ pub struct AppState {
     pub auth: Arc<Authenticator>,
     pub authz: Authorizer,
     pub counters: Counters,
+    pub idempotency: Arc<idempotency::Idempotency>,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -67,6 +69,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/config", get(catalog_config::get_config))
         .merge(catalog)
         .nest("/management/v1", management::routes())
+        // Layers run outside in: authenticate first, then replay an idempotent request.
+        .route_layer(axum::middleware::from_fn_with_state(state.idempotency.clone(), idempotency::idempotent))
         .route_layer(axum::middleware::from_fn_with_state(state.auth.clone(), require_caller));
     Router::new()
         .merge(authenticated)
