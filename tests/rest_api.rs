@@ -26,8 +26,8 @@ async fn config_advertises_prefix_and_endpoints() {
     assert!(endpoints.contains(&"GET /v1/{prefix}/namespaces"));
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
     // Not implemented yet: absent from the list and answered with 501.
-    assert!(!endpoints.iter().any(|e| e.contains("/views")));
-    assert_error(&s.get("/namespaces/db/views").await, 501, "UnsupportedOperationException");
+    assert!(!endpoints.iter().any(|e| e.contains("/plan")));
+    assert_error(&s.post("/namespaces/db/tables/t/plan", json!({})).await, 501, "UnsupportedOperationException");
     assert_error(&s.get("/no/such/route").await, 404, "NotFoundException");
 }
 

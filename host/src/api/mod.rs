@@ -11,6 +11,7 @@ mod model;
 mod namespaces;
 mod oauth;
 mod tables;
+mod views;
 
 use std::sync::Arc;
 
@@ -63,7 +64,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(&format!("{ns}/tables/{{table}}/metrics"), post(tables::report_metrics))
         .route(&format!("{ns}/register"), post(tables::register))
         .route(&format!("{base}/tables/rename"), post(tables::rename))
-        .route(&format!("{base}/transactions/commit"), post(tables::commit_transaction));
+        .route(&format!("{base}/transactions/commit"), post(tables::commit_transaction))
+        .route(&format!("{ns}/views"), get(views::list).post(views::create))
+        .route(
+            &format!("{ns}/views/{{view}}"),
+            get(views::load).head(views::exists).post(views::replace).delete(views::drop),
+        )
+        .route(&format!("{ns}/register-view"), post(views::register))
+        .route(&format!("{base}/views/rename"), post(views::rename));
     // Everything but the token endpoint and the probes needs a caller.
     let authenticated = Router::new()
         .route("/v1/config", get(catalog_config::get_config))

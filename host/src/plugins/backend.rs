@@ -115,6 +115,18 @@ impl Backend {
         fn drop_table => call_drop_table(table: Ident = &table) -> Pointer;
         /// Renames a table inside the backend.
         fn rename_table => call_rename_table(source: Ident = &source, destination: Ident = &destination) -> ();
+        /// Lists view names in a namespace.
+        fn list_views => call_list_views(ns: Vec<String> = &ns, page: PageRequest = &page) -> NamePage;
+        /// Loads a view pointer.
+        fn load_view => call_load_view(view: Ident = &view) -> Pointer;
+        /// Records a new view.
+        fn create_view => call_create_view(view: Ident = &view, state: Pointer = &state) -> ();
+        /// Compare-and-swap of a view pointer.
+        fn commit_view => call_commit_view(view: Ident = &view, expected: String = &expected, new: Pointer = &new) -> ();
+        /// Forgets a view, returning its last pointer.
+        fn drop_view => call_drop_view(view: Ident = &view) -> Pointer;
+        /// Renames a view inside the backend.
+        fn rename_view => call_rename_view(source: Ident = &source, destination: Ident = &destination) -> ();
         /// Compare-and-swap of several table pointers at once.
         fn commit_transaction => call_commit_transaction(commits: Vec<TableCommit> = &commits) -> ();
     }

@@ -3,6 +3,7 @@
 //! writing metadata files, and the compare-and-swap of the pointer.
 
 mod staged;
+pub mod views;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -61,7 +62,7 @@ fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVers
 }
 
 /// Checks a client-supplied location against the mount's warehouse, or picks one.
-fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Result<String, Error> {
+pub(crate) fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Result<String, Error> {
     match requested {
         Some(location) if !mount.warehouse()?.contains(&location) => Err(Error::BadRequest(format!(
             "location {location} is outside the warehouse {} of {}",

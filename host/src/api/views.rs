@@ -1,0 +1,234 @@
+//! View routes.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, State as AxState};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use iceberg::spec::{Schema, ViewVersion};
+use iceberg::ViewUpdate;
+use serde::Deserialize;
+
+use super::model::{ListQuery, ListTablesResponse, RenameTableRequest, TableIdentifier, TableResult};
+use super::{parse_namespace, Json, Query, State};
+use crate::auth::Caller;
+use crate::authz::{Privilege, Resource};
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::paging::{self, Batch, PageAsk};
+use crate::plugins::bindings::{Ident, PageRequest};
+use crate::tables::views::{self, NewView, ViewRequirement};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CreateViewRequest {
+    name: String,
+    location: Option<String>,
+    schema: Schema,
+    view_version: ViewVersion,
+    #[serde(default)]
+    properties: HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+pub struct CommitViewRequest {
+    #[serde(default)]
+    requirements: Vec<ViewRequirement>,
+    #[serde(default)]
+    updates: Vec<ViewUpdate>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RegisterViewRequest {
+    name: String,
+    metadata_location: String,
+}
+
+fn no_such_view(ns: &[String], name: &str) -> impl FnOnce() -> Error {
+    let what = format!("view {}.{name} does not exist", ns.join("."));
+    move || Error::NoSuchView(what)
+}
+
+fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
+    let what = format!("namespace {} does not exist", ns.join("."));
+    move || Error::NoSuchNamespace(what)
+}
+
+fn result(location: &str, json: &str) -> Response {
+    TableResult { metadata_location: Some(location), metadata_json: json, config: Some(&[]), storage_credentials: "" }
+        .into_response()
+}
+
+/// Checks `needed` on a view and resolves it to its mount (refusing a mount root).
+fn resolve<'s>(
+    state: &'s super::AppState,
+    caller: Caller,
+    raw_ns: &str,
+    name: String,
+    needed: Privilege,
+) -> Result<(&'s Mount, Ident), Error> {
+    let ns = parse_namespace(raw_ns)?;
+    let resource = Resource::View { namespace: ns.clone(), name: name.clone() };
+    state.authz.access(caller.0)?.require(&resource, needed, no_such_view(&ns, &name))?;
+    let (mount, local) = state.mounts.route_container(&ns)?;
+    if needed >= Privilege::Write {
+        mount.check_writable()?;
+    }
+    Ok((mount, Ident { namespace: local.to_vec(), name }))
+}
+
+/// Checks write access to the namespace a new view goes into and resolves it.
+fn resolve_namespace<'s>(
+    state: &'s super::AppState,
+    caller: Caller,
+    ns: &[String],
+) -> Result<(&'s Mount, Vec<String>), Error> {
+    state.authz.access(caller.0)?.require(
+        &Resource::Namespace(ns.to_vec()),
+        Privilege::Write,
+        no_such_namespace(ns),
+    )?;
+    let (mount, local) = state.mounts.route_container(ns)?;
+    mount.check_writable()?;
+    Ok((mount, local.to_vec()))
+}
+
+pub async fn list(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<impl IntoResponse, Error> {
+    let ns = parse_namespace(&raw)?;
+    let access = state.authz.access(caller.0)?;
+    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
+    let (mount, local) = state.mounts.route(&ns);
+    if local.is_empty() {
+        // A mount root holds namespaces only.
+        return Ok(axum::Json(ListTablesResponse { identifiers: vec![], next_page_token: None }));
+    }
+    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
+    let (names, next) = paging::fill(ask, |after, limit| {
+        let (local, access, ns) = (local.to_vec(), &access, &ns);
+        async move {
+            let page = mount
+                .backend
+                .list_views(local, PageRequest { after, limit })
+                .await
+                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
+            let mut items = Vec::with_capacity(page.items.len());
+            for entry in page.items {
+                let resource = Resource::View { namespace: ns.clone(), name: entry.name.clone() };
+                items.push((access.can_read(&resource)?.then_some(entry.name), entry.cursor));
+            }
+            Ok::<_, Error>(Batch { items, done: page.done })
+        }
+    })
+    .await?;
+    Ok(axum::Json(ListTablesResponse {
+        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
+        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
+    }))
+}
+
+pub async fn create(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+    Json(req): Json<CreateViewRequest>,
+) -> Result<Response, Error> {
+    if req.name.is_empty() {
+        return Err(Error::BadRequest("the view name must not be empty".into()));
+    }
+    let ns = parse_namespace(&raw)?;
+    let (mount, local) = resolve_namespace(&state, caller, &ns)?;
+    let ident = Ident { namespace: local, name: req.name };
+    let new =
+        NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
+    let committed = views::create(mount, &ident, new).await?;
+    Ok(result(&committed.metadata_location, &committed.metadata_json))
+}
+
+pub async fn load(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    let pointer = views::load(mount, &ident).await?;
+    Ok(result(&pointer.metadata_location, &pointer.metadata_json))
+}
+
+pub async fn exists(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<StatusCode, Error> {
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    views::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
+}
+
+pub async fn replace(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+    Json(req): Json<CommitViewRequest>,
+) -> Result<Response, Error> {
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
+    Ok(result(&committed.metadata_location, &committed.metadata_json))
+}
+
+pub async fn drop(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<StatusCode, Error> {
+    let resource = Resource::View { namespace: parse_namespace(&raw)?, name: name.clone() };
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    views::drop_view(mount, &ident).await?;
+    state.authz.revoke_within(&resource)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn register(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+    Json(req): Json<RegisterViewRequest>,
+) -> Result<Response, Error> {
+    let ns = parse_namespace(&raw)?;
+    let (mount, local) = resolve_namespace(&state, caller, &ns)?;
+    let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
+    Ok(result(&committed.metadata_location, &committed.metadata_json))
+}
+
+pub async fn rename(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Json(req): Json<RenameTableRequest>,
+) -> Result<StatusCode, Error> {
+    let access = state.authz.access(caller.0)?;
+    let from = Resource::View { namespace: req.source.namespace.clone(), name: req.source.name.clone() };
+    let to = Resource::View { namespace: req.destination.namespace.clone(), name: req.destination.name.clone() };
+    access.require(&from, Privilege::Write, no_such_view(&req.source.namespace, &req.source.name))?;
+    let destination_ns = Resource::Namespace(req.destination.namespace.clone());
+    access.require(&destination_ns, Privilege::Write, no_such_namespace(&req.destination.namespace))?;
+    let (from_mount, from_local) = state.mounts.route_container(&req.source.namespace)?;
+    let (to_mount, to_local) = state.mounts.route_container(&req.destination.namespace)?;
+    if !std::ptr::eq(from_mount, to_mount) {
+        return Err(Error::Unsupported(format!(
+            "cannot rename a view across mounts: from {} to {}",
+            from_mount.label(),
+            to_mount.label()
+        )));
+    }
+    from_mount.check_writable()?;
+    let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
+    let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
+    views::rename(from_mount, &source, &destination).await?;
+    state.authz.move_grants(&from, &to)?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,213 @@
+//! Iceberg view semantics on top of a backend: building view metadata, applying
+//! `assert-view-uuid` and view updates with the `iceberg` crate's view spec types,
+//! writing metadata files, and the compare-and-swap of the view pointer.
+
+use std::collections::HashMap;
+
+use iceberg::spec::{Schema, ViewMetadata, ViewMetadataBuilder, ViewVersion};
+use iceberg::{ViewCreation, ViewUpdate};
+use serde::Deserialize;
+
+use super::Committed;
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::plugins::bindings::{Ident, Pointer};
+use crate::plugins::BackendErrorKind;
+
+/// The one requirement the spec defines for views.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ViewRequirement {
+    AssertViewUuid { uuid: uuid::Uuid },
+}
+
+fn dotted(mount: &Mount, ident: &Ident) -> String {
+    format!("{}.{}", mount.restore(ident.namespace.clone()).join("."), ident.name)
+}
+
+fn no_such_view<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
+    move |_| Error::NoSuchView(format!("view {} does not exist", dotted(mount, ident)))
+}
+
+/// What a client sends to create a view.
+pub struct NewView {
+    pub location: Option<String>,
+    pub schema: Schema,
+    pub version: ViewVersion,
+    pub properties: HashMap<String, String>,
+}
+
+/// Applies one view update to a builder.
+fn apply(update: ViewUpdate, builder: ViewMetadataBuilder) -> Result<ViewMetadataBuilder, Error> {
+    Ok(match update {
+        ViewUpdate::AssignUuid { uuid } => builder.assign_uuid(uuid),
+        ViewUpdate::UpgradeFormatVersion { format_version } => builder.upgrade_format_version(format_version)?,
+        ViewUpdate::AddSchema { schema, .. } => builder.add_schema(schema),
+        ViewUpdate::SetLocation { location } => builder.set_location(location),
+        ViewUpdate::SetProperties { updates } => builder.set_properties(updates)?,
+        ViewUpdate::RemoveProperties { removals } => builder.remove_properties(&removals),
+        ViewUpdate::AddViewVersion { view_version } => builder.add_version(view_version)?,
+        ViewUpdate::SetCurrentViewVersion { view_version_id } => builder.set_current_version_id(view_version_id)?,
+    })
+}
+
+/// Writes a view metadata file under the view's location.
+async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) -> Result<Committed, Error> {
+    let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let location = format!(
+        "{}/metadata/{version:05}-{}.metadata.json",
+        metadata.location().trim_end_matches('/'),
+        uuid::Uuid::now_v7()
+    );
+    let output = mount.warehouse()?.io().new_output(&location).map_err(|e| Error::Internal(e.to_string()))?;
+    output
+        .write(metadata_json.clone().into())
+        .await
+        .map_err(|e| Error::Internal(format!("writing view metadata to {location}: {e}")))?;
+    Ok(Committed { metadata_location: location, metadata_json })
+}
+
+fn pointer(committed: &Committed) -> Pointer {
+    Pointer {
+        metadata_location: committed.metadata_location.clone(),
+        metadata_json: committed.metadata_json.clone(),
+        config: vec![],
+        storage_credentials: String::new(),
+    }
+}
+
+/// Creates a view: builds its metadata, writes the first metadata file and records it.
+pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Committed, Error> {
+    let location = super::table_location(mount, ident, new.location)?;
+    let version = new.version;
+    let creation = ViewCreation {
+        name: ident.name.clone(),
+        location,
+        representations: version.representations().clone(),
+        schema: new.schema,
+        properties: new.properties,
+        default_namespace: version.default_namespace().clone(),
+        default_catalog: version.default_catalog().cloned(),
+        summary: version.summary().clone(),
+    };
+    let metadata = ViewMetadataBuilder::from_view_creation(creation)?.build()?.metadata;
+    let committed = write_metadata(mount, &metadata, 0).await?;
+    if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
+        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
+        return Err(match e.kind {
+            BackendErrorKind::AlreadyExists => {
+                Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+            }
+            _ => Error::from_backend(e, |_| {
+                Error::NoSuchNamespace(format!(
+                    "namespace {} does not exist",
+                    mount.restore(ident.namespace.clone()).join(".")
+                ))
+            }),
+        });
+    }
+    Ok(committed)
+}
+
+/// Loads a view's pointer.
+pub async fn load(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
+    mount.backend.load_view(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))
+}
+
+/// Replaces a view: checks the requirements, applies the updates, writes a new
+/// metadata file and swaps the pointer (409 when a requirement fails or the swap loses).
+pub async fn replace(
+    mount: &Mount,
+    ident: &Ident,
+    requirements: &[ViewRequirement],
+    updates: Vec<ViewUpdate>,
+) -> Result<Committed, Error> {
+    let current = load(mount, ident).await?;
+    let metadata: ViewMetadata = serde_json::from_str(&current.metadata_json).map_err(|e| {
+        Error::Internal(format!("the stored metadata of view {} is invalid: {e}", dotted(mount, ident)))
+    })?;
+    for ViewRequirement::AssertViewUuid { uuid } in requirements {
+        if metadata.uuid() != *uuid {
+            return Err(Error::CommitFailed(format!(
+                "requirement failed for {}: view uuid is {}, not {uuid}",
+                dotted(mount, ident),
+                metadata.uuid()
+            )));
+        }
+    }
+    let versions = metadata.versions().count();
+    let mut builder = ViewMetadataBuilder::new_from_metadata(metadata);
+    for update in updates {
+        builder = apply(update, builder)?;
+    }
+    let metadata = builder.build()?.metadata;
+    let committed = write_metadata(mount, &metadata, versions).await?;
+    if let Err(e) = mount.backend.commit_view(ident.clone(), current.metadata_location, pointer(&committed)).await {
+        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
+        return Err(match e.kind {
+            BackendErrorKind::Conflict => {
+                Error::CommitFailed(format!("view {} was changed by a concurrent commit", dotted(mount, ident)))
+            }
+            _ => Error::from_backend(e, no_such_view(mount, ident)),
+        });
+    }
+    Ok(committed)
+}
+
+/// Records an existing view metadata file as a view (registerView).
+pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> Result<Committed, Error> {
+    let warehouse = mount.warehouse()?;
+    if !warehouse.contains(metadata_location) {
+        return Err(Error::BadRequest(format!(
+            "metadata location {metadata_location} is outside the warehouse {} of {}",
+            warehouse.root(),
+            mount.label()
+        )));
+    }
+    let bytes = warehouse
+        .io()
+        .new_input(metadata_location)
+        .map_err(|e| Error::BadRequest(e.to_string()))?
+        .read()
+        .await
+        .map_err(|e| Error::BadRequest(format!("cannot read view metadata at {metadata_location}: {e}")))?;
+    let metadata: ViewMetadata = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
+    let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let committed = Committed { metadata_location: metadata_location.to_string(), metadata_json };
+    mount.backend.create_view(ident.clone(), pointer(&committed)).await.map_err(|e| match e.kind {
+        BackendErrorKind::AlreadyExists => {
+            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+        }
+        _ => Error::from_backend(e, Error::NoSuchNamespace),
+    })?;
+    Ok(committed)
+}
+
+/// Forgets a view (its files stay: views hold no data).
+pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
+    mount
+        .backend
+        .drop_view(ident.clone())
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))
+}
+
+/// Renames a view inside one backend.
+pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
+    mount.backend.load_namespace(destination.namespace.clone()).await.map_err(|e| {
+        Error::from_backend(e, |_| {
+            Error::NoSuchNamespace(format!(
+                "namespace {} does not exist",
+                mount.restore(destination.namespace.clone()).join(".")
+            ))
+        })
+    })?;
+    mount.backend.rename_view(source.clone(), destination.clone()).await.map_err(|e| match e.kind {
+        BackendErrorKind::AlreadyExists => {
+            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, destination)))
+        }
+        _ => Error::from_backend(e, no_such_view(mount, source)),
+    })
+}
