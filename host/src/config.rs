@@ -155,8 +155,8 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
-    /// Where the root catalog keeps its state: `redb:///path/to/file.redb`.
-    /// Defaults to `<data_dir>/catalog.redb`.
+    /// Where the root catalog keeps its state: `redb:///path/to/file.redb` or
+    /// `postgres://…`. Defaults to `<data_dir>/catalog.redb`.
     pub catalog_url: Option<String>,
     /// Where table data and metadata files go: `file:///path`.
     /// Defaults to `<data_dir>/warehouse`.
@@ -225,15 +225,14 @@ impl Config {
         std::path::absolute(&self.server.data_dir).unwrap_or_else(|_| self.server.data_dir.clone())
     }
 
-    /// The redb file of the root catalog.
-    pub fn catalog_file(&self) -> Result<PathBuf, ConfigError> {
-        let invalid = |reason| ConfigError::Invalid { key: "storage.catalog_url", reason };
+    /// Where the root catalog (and the host's own key space) lives: a redb file
+    /// (default `<data_dir>/catalog.redb`) or a Postgres database shared by several hosts.
+    pub fn root_catalog(&self) -> Result<CatalogUrl, ConfigError> {
         match &self.storage.catalog_url {
-            None => Ok(self.data_dir().join("catalog.redb")),
-            Some(url) => match CatalogUrl::parse(url).map_err(invalid)? {
-                CatalogUrl::Redb(path) => Ok(path),
-                CatalogUrl::Postgres(_) => Err(invalid(format!("{url}: the root catalog is a redb file for now"))),
-            },
+            None => Ok(CatalogUrl::Redb(self.data_dir().join("catalog.redb"))),
+            Some(url) => {
+                CatalogUrl::parse(url).map_err(|reason| ConfigError::Invalid { key: "storage.catalog_url", reason })
+            }
         }
     }
 

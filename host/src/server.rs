@@ -9,11 +9,12 @@ use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 use crate::auth::{hash_secret, Authenticator, Directory, Oidc, Principal, Role, TokenIssuer};
 use crate::authz::Authorizer;
+use crate::config::CatalogUrl;
 use crate::config::Config;
 use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::plugins::{builtin, Backend, Grants, Runtime};
-use crate::storage::kv::{Check, KvStore, RedbSpace, RedbStore, Write};
+use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
 use crate::storage::warehouse::Warehouse;
 
 /// The key space the host keeps for itself (server key, later principals and grants);
@@ -24,23 +25,25 @@ const ROOT_SPACE: &str = "root";
 
 /// A server key (for page tokens, for signing access tokens): created once, kept in
 /// the host key space.
-fn server_key(space: &RedbSpace, name: &str) -> anyhow::Result<[u8; 32]> {
+async fn server_key(space: &KvStore, name: &str) -> anyhow::Result<[u8; 32]> {
     let name = format!("key/{name}").into_bytes();
-    if let Some(entry) = space.get(&name)? {
+    if let Some(entry) = space.get(&name).await? {
         return entry.value.as_slice().try_into().context("a stored server key is corrupt");
     }
     let mut key = [0u8; 32];
     rand::rng().fill_bytes(&mut key);
-    // Another process may have won the race: keep whichever key landed first.
-    let _ = space.commit(&[Check::Absent(name.clone())], &[Write { key: name.clone(), value: Some(key.to_vec()) }]);
-    let stored = space.get(&name)?.context("a server key was not stored")?;
+    // Another host sharing the store may have won the race: every host keeps
+    // whichever key landed first.
+    let _ =
+        space.commit(&[Check::Absent(name.clone())], &[Write { key: name.clone(), value: Some(key.to_vec()) }]).await;
+    let stored = space.get(&name).await?.context("a server key was not stored")?;
     stored.value.as_slice().try_into().context("a stored server key is corrupt")
 }
 
 /// Builds the authenticator. Without a configured server admin (and outside the
 /// anonymous mode) it mints one admin credential and prints it, so a server with no
 /// configuration is usable but never open.
-async fn authenticator(config: &Config, host: &RedbSpace) -> anyhow::Result<Authenticator> {
+async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authenticator> {
     let auth = &config.auth;
     if auth.anonymous {
         anyhow::ensure!(
@@ -83,7 +86,7 @@ async fn authenticator(config: &Config, host: &RedbSpace) -> anyhow::Result<Auth
         None => None,
     };
     let lifetime = std::time::Duration::from_secs(auth.token_lifetime_secs);
-    let issuer = TokenIssuer::new(&server_key(host, "access-token")?, lifetime);
+    let issuer = TokenIssuer::new(&server_key(host, "access-token").await?, lifetime);
     Ok(Authenticator::new(Directory::new(principals, host.clone()), issuer, oidc, auth.anonymous))
 }
 
@@ -91,25 +94,31 @@ async fn authenticator(config: &Config, host: &RedbSpace) -> anyhow::Result<Auth
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let data_dir = config.data_dir();
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    let catalog_file = config.catalog_file()?;
     let warehouse = Warehouse::new(config.warehouse()?);
     println!("rustberg: data directory {}", data_dir.display());
-    println!("rustberg: catalog {}", catalog_file.display());
+    // The root catalog and the host's own key space live in one store: a redb file,
+    // or a Postgres database that several stateless hosts may share.
+    let (root_kv, host) = match config.root_catalog()? {
+        CatalogUrl::Redb(path) => {
+            println!("rustberg: catalog {}", path.display());
+            let store = RedbStore::open(&path)?;
+            (KvStore::Redb(store.space(ROOT_SPACE)?), KvStore::Redb(store.space(HOST_SPACE)?))
+        }
+        CatalogUrl::Postgres(url) => {
+            println!("rustberg: catalog in a Postgres database");
+            let store = PgStore::connect(&url, std::time::Duration::from_secs(5))
+                .await
+                .map_err(|e| anyhow::anyhow!("refusing to start: storage.catalog_url: {e}"))?;
+            (KvStore::Postgres(store.space(ROOT_SPACE)), KvStore::Postgres(store.space(HOST_SPACE)))
+        }
+    };
     println!("rustberg: warehouse {}", warehouse.root());
-
-    let store = RedbStore::open(&catalog_file)?;
-    let host = store.space(HOST_SPACE)?;
-    let tokens = PageTokens::new(server_key(&host, "page-token")?);
+    let tokens = PageTokens::new(server_key(&host, "page-token").await?);
     let auth = Arc::new(authenticator(config, &host).await?);
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants = Grants {
-        label: "root catalog".into(),
-        kv: Some(KvStore::Redb(store.space(ROOT_SPACE)?)),
-        http: None,
-        config: Default::default(),
-    };
+    let grants = Grants { label: "root catalog".into(), kv: Some(root_kv), http: None, config: Default::default() };
     let wasm = builtin::component(config.storage.backend.as_deref().unwrap_or("native"))
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
@@ -133,7 +142,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         tokens,
         endpoints,
         auth,
-        authz: Authorizer::load(host.clone(), mount_owners)?,
+        authz: Authorizer::load(host.clone(), mount_owners).await?,
         counters: Default::default(),
         idempotency: Arc::new(Idempotency::new(host)),
     })
@@ -166,8 +175,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
             every.tick().await;
-            let state = sweeper.clone();
-            let _ = tokio::task::spawn_blocking(move || state.idempotency.sweep()).await;
+            sweeper.idempotency.sweep().await;
         }
     });
     let listener = tokio::net::TcpListener::bind(config.server.listen)

@@ -1,13 +1,14 @@
 //! Starts a real `rustberg` process for a test and talks to it over HTTP.
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A running server on a free loopback port, with its own data directory. It
 /// dereferences to an [`Api`] client acting as the server admin it minted at start-up.
@@ -285,7 +286,7 @@ pub fn assert_error(got: &(u16, Value), status: u16, kind: &str) {
 
 /// A minimal table schema for createTable.
 pub fn schema() -> Value {
-    serde_json::json!({
+    json!({
         "type": "struct",
         "schema-id": 0,
         "fields": [
@@ -293,4 +294,62 @@ pub fn schema() -> Value {
             {"id": 2, "name": "category", "type": "string", "required": false}
         ]
     })
+}
+
+/// One optimistic append to `db.t`: read the current main snapshot, add a child of
+/// it. Asserts the commit either landed (200) or conflicted (409).
+pub async fn append_snapshot(s: &Api, snapshot_id: i64) -> u16 {
+    let (_, table) = s.get("/namespaces/db/tables/t").await;
+    let metadata = &table["metadata"];
+    let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
+    let sequence = metadata["last-sequence-number"].as_i64().unwrap() + 1;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let mut snapshot = json!({
+        "snapshot-id": snapshot_id,
+        "sequence-number": sequence,
+        "timestamp-ms": now,
+        "manifest-list": format!("file:///nowhere/snap-{snapshot_id}.avro"),
+        "summary": {"operation": "append"},
+        "schema-id": 0
+    });
+    if let Some(parent) = parent {
+        snapshot["parent-snapshot-id"] = json!(parent);
+    }
+    let body = json!({
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}
+        ]
+    });
+    let (status, response) = s.post("/namespaces/db/tables/t", body).await;
+    assert!(status == 200 || status == 409, "a commit either lands or conflicts, got {status}: {response}");
+    if status == 409 {
+        assert_eq!(response["error"]["type"], "CommitFailedException");
+    }
+    status
+}
+
+/// Asserts a table's history holds exactly the `landed` snapshots, once each, in one
+/// linear chain ending at main, and none of the `refused` ones.
+pub fn assert_history(metadata: &Value, landed: &BTreeSet<i64>, refused: &BTreeSet<i64>) {
+    let snapshots: Vec<i64> =
+        metadata["snapshots"].as_array().unwrap().iter().map(|s| s["snapshot-id"].as_i64().unwrap()).collect();
+    let unique: BTreeSet<i64> = snapshots.iter().copied().collect();
+    assert_eq!(unique.len(), snapshots.len(), "no snapshot recorded twice");
+    assert_eq!(&unique, landed, "exactly the acknowledged commits are in the table");
+    assert!(refused.is_disjoint(&unique), "no refused commit landed");
+
+    // The acknowledged commits form one linear history ending at main.
+    let mut chain = BTreeSet::new();
+    let mut at = metadata["current-snapshot-id"].as_i64();
+    while let Some(id) = at {
+        assert!(chain.insert(id), "history has no cycle");
+        let snap = metadata["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == id).unwrap();
+        at = snap["parent-snapshot-id"].as_i64();
+    }
+    assert_eq!(&chain, landed, "every landed commit is an ancestor of main");
+    let log: Vec<i64> =
+        metadata["snapshot-log"].as_array().unwrap().iter().map(|e| e["snapshot-id"].as_i64().unwrap()).collect();
+    assert_eq!(log.len(), landed.len(), "one snapshot-log entry per landed commit");
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Caller;
 use crate::error::Error;
-use crate::storage::kv::{Check, KvError, RedbSpace, Write};
+use crate::storage::kv::{Check, KvError, KvStore, Write};
 
 /// How long a finalized response is replayed (advertised in `/v1/config`).
 pub const LIFETIME: Duration = Duration::from_secs(30 * 60);
@@ -46,7 +46,7 @@ struct Stored {
 
 /// The keys, in the host key space.
 pub struct Idempotency {
-    space: RedbSpace,
+    space: KvStore,
 }
 
 fn now() -> u64 {
@@ -58,41 +58,39 @@ fn store_err(e: KvError) -> Error {
 }
 
 impl Idempotency {
-    pub fn new(space: RedbSpace) -> Self {
+    pub fn new(space: KvStore) -> Self {
         Self { space }
     }
 
-    fn get(&self, key: &[u8]) -> Result<Option<(Record, u64)>, Error> {
-        match self.space.get(key).map_err(store_err)? {
+    async fn get(&self, key: &[u8]) -> Result<Option<(Record, u64)>, Error> {
+        match self.space.get(key).await.map_err(store_err)? {
             Some(e) => Ok(serde_json::from_slice(&e.value).ok().map(|r| (r, e.version))),
             None => Ok(None),
         }
     }
 
-    fn put(&self, key: &[u8], record: &Record, check: Check) -> Result<bool, Error> {
+    async fn put(&self, key: &[u8], record: &Record, check: Check) -> Result<bool, Error> {
         let value = serde_json::to_vec(record).map_err(|e| Error::Internal(e.to_string()))?;
-        match self.space.commit(&[check], &[Write { key: key.to_vec(), value: Some(value) }]) {
+        match self.space.commit(&[check], &[Write { key: key.to_vec(), value: Some(value) }]).await {
             Ok(()) => Ok(true),
             Err(KvError::Conflict) => Ok(false),
             Err(e) => Err(store_err(e)),
         }
     }
 
-    fn forget(&self, key: &[u8]) {
-        let _ = self.space.commit(&[], &[Write { key: key.to_vec(), value: None }]);
+    async fn forget(&self, key: &[u8]) {
+        let _ = self.space.commit(&[], &[Write { key: key.to_vec(), value: None }]).await;
     }
 
     /// Removes expired keys.
-    pub fn sweep(&self) {
+    pub async fn sweep(&self) {
         let prefix = b"idempotency/";
-        let Ok(entries) = self.space.scan(prefix, Some(b"idempotency0"), usize::MAX) else { return };
+        let Ok(entries) = self.space.scan(prefix, Some(b"idempotency0"), usize::MAX).await else { return };
         let now = now();
         for entry in entries {
             if serde_json::from_slice::<Record>(&entry.value).is_ok_and(|r| r.expires < now) {
-                let _ = self.space.commit(
-                    &[Check::AtVersion(entry.key.clone(), entry.version)],
-                    &[Write { key: entry.key, value: None }],
-                );
+                let check = [Check::AtVersion(entry.key.clone(), entry.version)];
+                let _ = self.space.commit(&check, &[Write { key: entry.key, value: None }]).await;
             }
         }
     }
@@ -130,10 +128,10 @@ pub async fn idempotent(
 
     // Reserve the key, or find what it holds.
     let reserve = Record { request: described.clone(), expires: now() + LIFETIME.as_secs(), response: None };
-    let reserved = match store.get(&slot)? {
-        None => store.put(&slot, &reserve, Check::Absent(slot.clone()))?,
+    let reserved = match store.get(&slot).await? {
+        None => store.put(&slot, &reserve, Check::Absent(slot.clone())).await?,
         Some((old, version)) if old.expires < now() => {
-            store.put(&slot, &reserve, Check::AtVersion(slot.clone(), version))?
+            store.put(&slot, &reserve, Check::AtVersion(slot.clone(), version)).await?
         }
         Some((old, _)) if old.request != described => {
             return Err(Error::Unprocessable(format!("Idempotency-Key {key} was used for {}", old.request)))
@@ -148,12 +146,12 @@ pub async fn idempotent(
     let response = next.run(request).await;
     if response.status().is_server_error() {
         // Not final: a retry must run again.
-        store.forget(&slot);
+        store.forget(&slot).await;
         return Ok(response);
     }
     let (parts, body) = response.into_parts();
     let Ok(bytes) = to_bytes(body, MAX_BODY).await else {
-        store.forget(&slot);
+        store.forget(&slot).await;
         return Err(Error::Internal("a response too large to keep for its Idempotency-Key".into()));
     };
     let stored = Stored {
@@ -167,7 +165,7 @@ pub async fn idempotent(
     };
     let record = Record { request: described, expires: now() + LIFETIME.as_secs(), response: Some(stored) };
     let value = serde_json::to_vec(&record).map_err(|e| Error::Internal(e.to_string()))?;
-    store.space.commit(&[], &[Write { key: slot, value: Some(value) }]).map_err(store_err)?;
+    store.space.commit(&[], &[Write { key: slot, value: Some(value) }]).await.map_err(store_err)?;
     Ok(Response::from_parts(parts, Body::from(bytes)))
 }
 
@@ -195,8 +193,9 @@ mod tests {
     #[tokio::test]
     async fn server_errors_are_not_kept_and_final_answers_are_replayed() {
         let dir = tempfile::tempdir().unwrap();
-        let store =
-            Arc::new(Idempotency::new(RedbStore::open(&dir.path().join("h.redb")).unwrap().space("h").unwrap()));
+        let store = Arc::new(Idempotency::new(KvStore::Redb(
+            RedbStore::open(&dir.path().join("h.redb")).unwrap().space("h").unwrap(),
+        )));
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
         let handler = move || {

@@ -69,8 +69,14 @@ async fn list_tenants(
     AxState(state): State,
     Extension(Caller(caller)): Extension<Caller>,
 ) -> Result<impl IntoResponse, Error> {
-    let tenants: Vec<String> =
-        state.auth.directory.tenants()?.into_iter().filter(|t| caller.server_admin || *t == caller.tenant).collect();
+    let tenants: Vec<String> = state
+        .auth
+        .directory
+        .tenants()
+        .await?
+        .into_iter()
+        .filter(|t| caller.server_admin || *t == caller.tenant)
+        .collect();
     Ok(axum::Json(json!({ "tenants": tenants })))
 }
 
@@ -81,7 +87,7 @@ async fn create_tenant(
 ) -> Result<impl IntoResponse, Error> {
     require_server_admin(&caller)?;
     check_name("tenant", &req.name)?;
-    state.auth.directory.add_tenant(&req.name)?;
+    state.auth.directory.add_tenant(&req.name).await?;
     Ok((StatusCode::CREATED, axum::Json(json!({ "name": req.name }))))
 }
 
@@ -91,7 +97,7 @@ async fn delete_tenant(
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
     require_server_admin(&caller)?;
-    state.auth.directory.remove_tenant(&name)?;
+    state.auth.directory.remove_tenant(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -115,7 +121,8 @@ async fn list_principals(
 ) -> Result<impl IntoResponse, Error> {
     let directory = &state.auth.directory;
     let visible: Vec<_> = directory
-        .principals()?
+        .principals()
+        .await?
         .iter()
         .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
         .map(|p| public(p, directory.is_configured(&p.name)))
@@ -133,7 +140,7 @@ async fn create_principal(
     if req.server_admin {
         require_server_admin(&caller)?;
     }
-    if !state.auth.directory.tenant_exists(&req.tenant)? {
+    if !state.auth.directory.tenant_exists(&req.tenant).await? {
         return Err(Error::BadRequest(format!("tenant {} does not exist", req.tenant)));
     }
     let mut bytes = [0u8; 24];
@@ -146,7 +153,7 @@ async fn create_principal(
         server_admin: req.server_admin,
         secret_hash: Some(hash_secret(&secret)),
     };
-    state.auth.directory.add_principal(&principal)?;
+    state.auth.directory.add_principal(&principal).await?;
     let mut body = public(&principal, false);
     // The secret is shown once, now; only its hash is kept.
     body["client-id"] = json!(principal.name);
@@ -161,13 +168,14 @@ async fn delete_principal(
 ) -> Result<StatusCode, Error> {
     let directory = &state.auth.directory;
     let principal = directory
-        .principal(&name)?
+        .principal(&name)
+        .await?
         .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
         .ok_or_else(|| Error::NotFound(format!("principal {name} does not exist")))?;
     if directory.is_configured(&name) {
         return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
     }
-    directory.remove_principal(&principal.name)?;
+    directory.remove_principal(&principal.name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -217,16 +225,16 @@ async fn create_grant(
     Json(req): Json<NewGrant>,
 ) -> Result<impl IntoResponse, Error> {
     let resource = Target { namespace: req.namespace, table: req.table, view: req.view }.resource()?;
-    state.authz.access(caller)?.require(&resource, Privilege::Manage, not_found(&resource))?;
+    state.authz.access(caller).await?.require(&resource, Privilege::Manage, not_found(&resource))?;
     let directory = &state.auth.directory;
     let grantee = match (req.principal, req.tenant) {
-        (Some(p), None) if directory.principal(&p)?.is_some() => Grantee::Principal(p),
-        (None, Some(t)) if directory.tenant_exists(&t)? => Grantee::Tenant(t),
+        (Some(p), None) if directory.principal(&p).await?.is_some() => Grantee::Principal(p),
+        (None, Some(t)) if directory.tenant_exists(&t).await? => Grantee::Tenant(t),
         (Some(p), None) => return Err(Error::BadRequest(format!("principal {p} does not exist"))),
         (None, Some(t)) => return Err(Error::BadRequest(format!("tenant {t} does not exist"))),
         _ => return Err(Error::BadRequest("grant to exactly one of principal or tenant".into())),
     };
-    let grant = state.authz.add_grant(resource, req.privilege, grantee)?;
+    let grant = state.authz.add_grant(resource, req.privilege, grantee).await?;
     Ok((StatusCode::CREATED, axum::Json(grant)))
 }
 
@@ -235,9 +243,9 @@ async fn list_grants(
     Extension(Caller(caller)): Extension<Caller>,
 ) -> Result<impl IntoResponse, Error> {
     let mine = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
-    let access = state.authz.access(caller)?;
+    let access = state.authz.access(caller).await?;
     let mut visible = vec![];
-    for grant in state.authz.all_grants() {
+    for grant in state.authz.all_grants().await? {
         if mine.contains(&grant.grantee) || access.privilege(&grant.resource)? == Some(Privilege::Manage) {
             visible.push(grant);
         }
@@ -251,9 +259,9 @@ async fn revoke_grant(
     Path(id): Path<String>,
 ) -> Result<StatusCode, Error> {
     let missing = || Error::NotFound(format!("grant {id} does not exist"));
-    let grant = state.authz.grant(&id).ok_or_else(missing)?;
-    state.authz.access(caller)?.require(&grant.resource, Privilege::Manage, missing)?;
-    state.authz.revoke(&id)?;
+    let grant = state.authz.grant(&id).await?.ok_or_else(missing)?;
+    state.authz.access(caller).await?.require(&grant.resource, Privilege::Manage, missing)?;
+    state.authz.revoke(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -271,7 +279,7 @@ async fn permissions(
     Query(q): Query<PermissionQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let resource = Target { namespace: parse_namespace(&q.namespace)?, table: q.table, view: q.view }.resource()?;
-    let held = state.authz.access(caller)?.privilege(&resource)?;
+    let held = state.authz.access(caller).await?.privilege(&resource)?;
     let Some(held) = held else {
         return Err(not_found(&resource)());
     };

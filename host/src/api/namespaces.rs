@@ -117,7 +117,7 @@ pub async fn list(
         None | Some("") => vec![],
         Some(raw) => parse_namespace(raw)?,
     };
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     if parent.is_empty() {
         return Ok(axum::Json(list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await?));
     }
@@ -144,7 +144,7 @@ pub async fn create(
         return Err(Error::BadRequest("the namespace must have at least one level, none empty".into()));
     }
     let tenant = caller.0.tenant.clone();
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     let parent = &ns[..ns.len() - 1];
     if parent.is_empty() {
         access.require_create_root()?;
@@ -163,7 +163,7 @@ pub async fn create(
     })?;
     if mount.name.is_none() && parent.is_empty() {
         // The backend created it, so it is new: its owner is the creator's tenant.
-        state.authz.set_owner(&ns[0], &tenant)?;
+        state.authz.set_owner(&ns[0], &tenant).await?;
     }
     Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
 }
@@ -174,7 +174,7 @@ pub async fn load(
     Path(raw): Path<String>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
@@ -197,7 +197,7 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
     let resource = Resource::Namespace(ns.clone());
-    state.authz.access(caller.0)?.require(&resource, Privilege::Write, no_such_namespace(&ns))?;
+    state.authz.access(caller.0).await?.require(&resource, Privilege::Write, no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "be dropped")?;
     mount.check_writable()?;
@@ -209,9 +209,9 @@ pub async fn drop(
         Err(e) => return Err(Error::from_backend(e, absent(&ns))),
     }
     // Nothing created later under this name may inherit its grants or its owner.
-    state.authz.revoke_within(&resource)?;
+    state.authz.revoke_within(&resource).await?;
     if mount.name.is_none() && ns.len() == 1 {
-        state.authz.forget_owner(&ns[0])?;
+        state.authz.forget_owner(&ns[0]).await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -226,7 +226,7 @@ pub async fn update_properties(
     if let Some(key) = req.removals.iter().find(|k| req.updates.contains_key(*k)) {
         return Err(Error::Unprocessable(format!("property {key:?} is both removed and updated")));
     }
-    state.authz.access(caller.0)?.require(
+    state.authz.access(caller.0).await?.require(
         &Resource::Namespace(ns.clone()),
         Privilege::Write,
         no_such_namespace(&ns),

@@ -44,7 +44,7 @@ pub async fn token(axum::extract::State(state): State, headers: HeaderMap, Form(
     let Some((id, secret)) = credentials(&headers, &form) else {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "client_id and client_secret are required");
     };
-    match state.auth.client_credentials(&id, &secret) {
+    match state.auth.client_credentials(&id, &secret).await {
         Ok((token, expires_in)) => Json(json!({
             "access_token": token,
             "token_type": "bearer",

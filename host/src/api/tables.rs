@@ -32,7 +32,7 @@ fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
 
 /// Resolves `{namespace}` and `{table}` after checking that the caller holds
 /// `needed` on the table: the mount, and the identifier that mount knows.
-fn resolve<'s>(
+async fn resolve<'s>(
     state: &'s super::AppState,
     caller: Caller,
     raw_ns: &str,
@@ -40,7 +40,7 @@ fn resolve<'s>(
     needed: Privilege,
 ) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
-    state.authz.access(caller.0)?.require(&Resource::table(&ns, &name), needed, no_such_table(&ns, &name))?;
+    state.authz.access(caller.0).await?.require(&Resource::table(&ns, &name), needed, no_such_table(&ns, &name))?;
     let (mount, local) = state.mounts.route_container(&ns)?;
     Ok((mount, Ident { namespace: local.to_vec(), name }))
 }
@@ -68,7 +68,7 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
@@ -111,7 +111,7 @@ pub async fn create(
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0)?, &ns, Privilege::Write)?;
+    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0).await?, &ns, Privilege::Write)?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     let metadata = tables::build_new(
@@ -158,7 +158,7 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
     let delegation = headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string);
     let pointer = tables::load(mount, &ident, delegation).await?;
     Ok(TableResult {
@@ -175,7 +175,7 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
     tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -190,7 +190,7 @@ pub async fn commit(
             return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
         }
     }
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
     mount.check_writable()?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
@@ -209,10 +209,10 @@ pub async fn drop(
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
     let resource = Resource::table(&parse_namespace(&raw)?, &name);
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
     mount.check_writable()?;
     tables::drop_table(mount, &ident, q.purge()).await?;
-    state.authz.revoke_within(&resource)?;
+    state.authz.revoke_within(&resource).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -223,7 +223,7 @@ pub async fn register(
     Json(req): Json<RegisterTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0)?, &ns, Privilege::Write)?;
+    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0).await?, &ns, Privilege::Write)?;
     let ident = Ident { namespace: local, name: req.name };
     let committed =
         tables::register(mount, &ident, &req.metadata_location, req.overwrite).await.map_err(|e| match e {
@@ -251,7 +251,7 @@ pub async fn rename(
             return Err(Error::BadRequest("namespace levels must not be empty".into()));
         }
     }
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     let from = Resource::table(&req.source.namespace, &req.source.name);
     let to = Resource::table(&req.destination.namespace, &req.destination.name);
     access.require(&from, Privilege::Write, no_such_table(&req.source.namespace, &req.source.name))?;
@@ -277,7 +277,7 @@ pub async fn rename(
         )),
         e => e,
     })?;
-    state.authz.move_grants(&from, &to)?;
+    state.authz.move_grants(&from, &to).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -288,7 +288,7 @@ pub async fn report_metrics(
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name.clone(), Privilege::Read)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name.clone(), Privilege::Read).await?;
     tables::load(mount, &ident, None).await?;
     let kind = match report.get("report-type").and_then(|v| v.as_str()) {
         Some(kind @ ("scan-report" | "commit-report")) => kind,
@@ -311,7 +311,7 @@ pub async fn commit_transaction(
     if req.table_changes.is_empty() {
         return Err(Error::BadRequest("a transaction needs at least one table change".into()));
     }
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     let mut mount: Option<&crate::mounts::Mount> = None;
     let mut changes = Vec::with_capacity(req.table_changes.len());
     let mut seen = std::collections::HashSet::new();

@@ -62,7 +62,7 @@ fn result(location: &str, json: &str) -> Response {
 }
 
 /// Checks `needed` on a view and resolves it to its mount (refusing a mount root).
-fn resolve<'s>(
+async fn resolve<'s>(
     state: &'s super::AppState,
     caller: Caller,
     raw_ns: &str,
@@ -71,7 +71,7 @@ fn resolve<'s>(
 ) -> Result<(&'s Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
     let resource = Resource::View { namespace: ns.clone(), name: name.clone() };
-    state.authz.access(caller.0)?.require(&resource, needed, no_such_view(&ns, &name))?;
+    state.authz.access(caller.0).await?.require(&resource, needed, no_such_view(&ns, &name))?;
     let (mount, local) = state.mounts.route_container(&ns)?;
     if needed >= Privilege::Write {
         mount.check_writable()?;
@@ -80,12 +80,12 @@ fn resolve<'s>(
 }
 
 /// Checks write access to the namespace a new view goes into and resolves it.
-fn resolve_namespace<'s>(
+async fn resolve_namespace<'s>(
     state: &'s super::AppState,
     caller: Caller,
     ns: &[String],
 ) -> Result<(&'s Mount, Vec<String>), Error> {
-    state.authz.access(caller.0)?.require(
+    state.authz.access(caller.0).await?.require(
         &Resource::Namespace(ns.to_vec()),
         Privilege::Write,
         no_such_namespace(ns),
@@ -102,7 +102,7 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
@@ -143,7 +143,7 @@ pub async fn create(
         return Err(Error::BadRequest("the view name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, caller, &ns)?;
+    let (mount, local) = resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
@@ -156,7 +156,7 @@ pub async fn load(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
     let pointer = views::load(mount, &ident).await?;
     Ok(result(&pointer.metadata_location, &pointer.metadata_json))
 }
@@ -166,7 +166,7 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
     views::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -176,7 +176,7 @@ pub async fn replace(
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitViewRequest>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
     Ok(result(&committed.metadata_location, &committed.metadata_json))
 }
@@ -187,9 +187,9 @@ pub async fn drop(
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let resource = Resource::View { namespace: parse_namespace(&raw)?, name: name.clone() };
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write)?;
+    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
     views::drop_view(mount, &ident).await?;
-    state.authz.revoke_within(&resource)?;
+    state.authz.revoke_within(&resource).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -200,7 +200,7 @@ pub async fn register(
     Json(req): Json<RegisterViewRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, caller, &ns)?;
+    let (mount, local) = resolve_namespace(&state, caller, &ns).await?;
     let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
     Ok(result(&committed.metadata_location, &committed.metadata_json))
 }
@@ -210,7 +210,7 @@ pub async fn rename(
     Extension(caller): Extension<Caller>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    let access = state.authz.access(caller.0)?;
+    let access = state.authz.access(caller.0).await?;
     let from = Resource::View { namespace: req.source.namespace.clone(), name: req.source.name.clone() };
     let to = Resource::View { namespace: req.destination.namespace.clone(), name: req.destination.name.clone() };
     access.require(&from, Privilege::Write, no_such_view(&req.source.namespace, &req.source.name))?;
@@ -229,6 +229,6 @@ pub async fn rename(
     let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
     let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
     views::rename(from_mount, &source, &destination).await?;
-    state.authz.move_grants(&from, &to)?;
+    state.authz.move_grants(&from, &to).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -10,7 +10,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::storage::kv::{Check, KvError, RedbSpace, Write};
+use crate::storage::kv::{Check, KvError, KvStore, Write};
 
 /// A principal's role inside its tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,11 +69,11 @@ fn secret_matches(hash: &str, secret: &str) -> bool {
 /// Where principals and tenants are found.
 pub struct Directory {
     configured: BTreeMap<String, Principal>,
-    space: RedbSpace,
+    space: KvStore,
 }
 
 impl Directory {
-    pub fn new(configured: BTreeMap<String, Principal>, space: RedbSpace) -> Self {
+    pub fn new(configured: BTreeMap<String, Principal>, space: KvStore) -> Self {
         Self { configured, space }
     }
 
@@ -83,12 +83,12 @@ impl Directory {
     }
 
     /// Looks a principal up by name.
-    pub fn principal(&self, name: &str) -> Result<Option<Principal>, Error> {
+    pub async fn principal(&self, name: &str) -> Result<Option<Principal>, Error> {
         if let Some(p) = self.configured.get(name) {
             return Ok(Some(p.clone()));
         }
         let key = format!("{PRINCIPAL}{name}");
-        match self.space.get(key.as_bytes()).map_err(store_err)? {
+        match self.space.get(key.as_bytes()).await.map_err(store_err)? {
             Some(entry) => serde_json::from_slice(&entry.value)
                 .map(Some)
                 .map_err(|e| Error::Internal(format!("stored principal {name} is corrupt: {e}"))),
@@ -96,15 +96,20 @@ impl Directory {
         }
     }
 
-    /// The principal whose secret this is, if any.
-    pub fn verify(&self, name: &str, secret: &str) -> Result<Option<Principal>, Error> {
-        Ok(self.principal(name)?.filter(|p| p.secret_hash.as_deref().is_some_and(|hash| secret_matches(hash, secret))))
+    /// The principal whose secret this is, if any. (argon2 is slow by design: it runs
+    /// off the async workers.)
+    pub async fn verify(&self, name: &str, secret: &str) -> Result<Option<Principal>, Error> {
+        let Some(principal) = self.principal(name).await? else { return Ok(None) };
+        let Some(hash) = principal.secret_hash.clone() else { return Ok(None) };
+        let secret = secret.to_string();
+        let matches = tokio::task::spawn_blocking(move || secret_matches(&hash, &secret)).await.unwrap_or(false);
+        Ok(matches.then_some(principal))
     }
 
     /// Every principal, configured ones first.
-    pub fn principals(&self) -> Result<Vec<Principal>, Error> {
+    pub async fn principals(&self) -> Result<Vec<Principal>, Error> {
         let mut all: Vec<Principal> = self.configured.values().cloned().collect();
-        for entry in self.scan(PRINCIPAL)? {
+        for entry in self.scan(PRINCIPAL).await? {
             let p: Principal = serde_json::from_slice(&entry.value)
                 .map_err(|e| Error::Internal(format!("a stored principal is corrupt: {e}")))?;
             if !self.configured.contains_key(&p.name) {
@@ -114,20 +119,20 @@ impl Directory {
         Ok(all)
     }
 
-    fn scan(&self, prefix: &str) -> Result<Vec<crate::storage::kv::Entry>, Error> {
+    async fn scan(&self, prefix: &str) -> Result<Vec<crate::storage::kv::Entry>, Error> {
         let mut end = prefix.as_bytes().to_vec();
         *end.last_mut().expect("a non-empty prefix") += 1;
-        self.space.scan(prefix.as_bytes(), Some(&end), usize::MAX).map_err(store_err)
+        self.space.scan(prefix.as_bytes(), Some(&end), usize::MAX).await.map_err(store_err)
     }
 
     /// Records a new principal; 409 if the name is taken.
-    pub fn add_principal(&self, principal: &Principal) -> Result<(), Error> {
+    pub async fn add_principal(&self, principal: &Principal) -> Result<(), Error> {
         if self.is_configured(&principal.name) {
             return Err(Error::AlreadyExists(format!("principal {} already exists", principal.name)));
         }
         let key = format!("{PRINCIPAL}{}", principal.name).into_bytes();
         let value = serde_json::to_vec(principal).map_err(|e| Error::Internal(e.to_string()))?;
-        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(value) }]) {
+        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(value) }]).await {
             Ok(()) => Ok(()),
             Err(KvError::Conflict) => Err(Error::AlreadyExists(format!("principal {} already exists", principal.name))),
             Err(e) => Err(store_err(e)),
@@ -135,9 +140,9 @@ impl Directory {
     }
 
     /// Removes a principal created through the API; false if there was none.
-    pub fn remove_principal(&self, name: &str) -> Result<bool, Error> {
+    pub async fn remove_principal(&self, name: &str) -> Result<bool, Error> {
         let key = format!("{PRINCIPAL}{name}").into_bytes();
-        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]) {
+        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]).await {
             Ok(()) => Ok(true),
             Err(KvError::Conflict) => Ok(false),
             Err(e) => Err(store_err(e)),
@@ -145,26 +150,26 @@ impl Directory {
     }
 
     /// Every tenant: created ones and those configured principals belong to.
-    pub fn tenants(&self) -> Result<Vec<String>, Error> {
+    pub async fn tenants(&self) -> Result<Vec<String>, Error> {
         let mut all: std::collections::BTreeSet<String> = self.configured.values().map(|p| p.tenant.clone()).collect();
-        for entry in self.scan(TENANT)? {
+        for entry in self.scan(TENANT).await? {
             all.insert(String::from_utf8_lossy(&entry.key[TENANT.len()..]).into_owned());
         }
         Ok(all.into_iter().collect())
     }
 
-    pub fn tenant_exists(&self, name: &str) -> Result<bool, Error> {
+    pub async fn tenant_exists(&self, name: &str) -> Result<bool, Error> {
         Ok(self.configured.values().any(|p| p.tenant == name)
-            || self.space.get(format!("{TENANT}{name}").as_bytes()).map_err(store_err)?.is_some())
+            || self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
     }
 
     /// Records a tenant; 409 if it exists.
-    pub fn add_tenant(&self, name: &str) -> Result<(), Error> {
-        if self.tenant_exists(name)? {
+    pub async fn add_tenant(&self, name: &str) -> Result<(), Error> {
+        if self.tenant_exists(name).await? {
             return Err(Error::AlreadyExists(format!("tenant {name} already exists")));
         }
         let key = format!("{TENANT}{name}").into_bytes();
-        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(vec![]) }]) {
+        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(vec![]) }]).await {
             Ok(()) => Ok(()),
             Err(KvError::Conflict) => Err(Error::AlreadyExists(format!("tenant {name} already exists"))),
             Err(e) => Err(store_err(e)),
@@ -172,12 +177,12 @@ impl Directory {
     }
 
     /// Removes an empty tenant created through the API.
-    pub fn remove_tenant(&self, name: &str) -> Result<(), Error> {
-        if self.principals()?.iter().any(|p| p.tenant == name) {
+    pub async fn remove_tenant(&self, name: &str) -> Result<(), Error> {
+        if self.principals().await?.iter().any(|p| p.tenant == name) {
             return Err(Error::Conflict(format!("tenant {name} still has principals")));
         }
         let key = format!("{TENANT}{name}").into_bytes();
-        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]) {
+        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]).await {
             Ok(()) => Ok(()),
             Err(KvError::Conflict) => Err(Error::NotFound(format!("tenant {name} does not exist"))),
             Err(e) => Err(store_err(e)),

@@ -56,7 +56,7 @@ impl Authenticator {
     }
 
     /// The principal behind a request's `Authorization` header.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, Error> {
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Principal>, Error> {
         let Some(value) = headers.get(AUTHORIZATION) else {
             return self.anonymous.clone().ok_or_else(|| Error::NotAuthorized("missing bearer token".into()));
         };
@@ -68,7 +68,8 @@ impl Authenticator {
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
         let name = self.verify(token)?;
         self.directory
-            .principal(&name)?
+            .principal(&name)
+            .await?
             .map(Arc::new)
             .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {name}")))
     }
@@ -95,8 +96,8 @@ impl Authenticator {
     }
 
     /// The client-credentials grant: a token for a principal that proves its secret.
-    pub fn client_credentials(&self, client_id: &str, client_secret: &str) -> Result<(String, u64), Error> {
-        match self.directory.verify(client_id, client_secret)? {
+    pub async fn client_credentials(&self, client_id: &str, client_secret: &str) -> Result<(String, u64), Error> {
+        match self.directory.verify(client_id, client_secret).await? {
             Some(principal) => Ok(self.issuer.issue(&principal.name)),
             None => Err(Error::NotAuthorized("invalid client credentials".into())),
         }
@@ -109,7 +110,7 @@ pub async fn require_caller(
     mut request: Request,
     next: Next,
 ) -> Result<Response, Error> {
-    let principal = auth.authenticate(request.headers())?;
+    let principal = auth.authenticate(request.headers()).await?;
     request.extensions_mut().insert(Caller(principal));
     Ok(next.run(request).await)
 }

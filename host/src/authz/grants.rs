@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{end_of, store_err, Authorizer, Privilege, Resource};
 use crate::error::Error;
-use crate::storage::kv::{RedbSpace, Write};
+use crate::storage::kv::{KvStore, Write};
 
 /// Who a grant is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,9 +31,10 @@ fn key(id: &str) -> Vec<u8> {
 }
 
 /// Reads every stored grant.
-pub(super) fn load(space: &RedbSpace) -> Result<Vec<Grant>, Error> {
+pub(super) async fn load(space: &KvStore) -> Result<Vec<Grant>, Error> {
     space
         .scan(GRANT.as_bytes(), Some(&end_of(GRANT)), usize::MAX)
+        .await
         .map_err(store_err)?
         .iter()
         .map(|e| {
@@ -44,55 +45,47 @@ pub(super) fn load(space: &RedbSpace) -> Result<Vec<Grant>, Error> {
 
 impl Authorizer {
     /// Every grant.
-    pub fn all_grants(&self) -> Vec<Grant> {
-        self.read().grants.values().flatten().cloned().collect()
+    pub async fn all_grants(&self) -> Result<Vec<Grant>, Error> {
+        Ok(self.current().await?.grants.values().flatten().cloned().collect())
     }
 
     /// Looks a grant up by id.
-    pub fn grant(&self, id: &str) -> Option<Grant> {
-        self.read().grants.values().flatten().find(|g| g.id == id).cloned()
+    pub async fn grant(&self, id: &str) -> Result<Option<Grant>, Error> {
+        Ok(self.current().await?.grants.values().flatten().find(|g| g.id == id).cloned())
     }
 
     /// Records a grant.
-    pub fn add_grant(&self, resource: Resource, privilege: Privilege, grantee: Grantee) -> Result<Grant, Error> {
+    pub async fn add_grant(&self, resource: Resource, privilege: Privilege, grantee: Grantee) -> Result<Grant, Error> {
         let grant = Grant { id: uuid::Uuid::now_v7().simple().to_string(), resource, privilege, grantee };
         let value = serde_json::to_vec(&grant).map_err(|e| Error::Internal(e.to_string()))?;
-        self.change(&[Write { key: key(&grant.id), value: Some(value) }], |s| {
-            s.grants.entry(grant.grantee.clone()).or_default().push(grant.clone());
-        })?;
+        self.change(vec![Write { key: key(&grant.id), value: Some(value) }]).await?;
         Ok(grant)
     }
 
-    /// Revokes the grants `doomed` selects.
-    fn revoke_where(&self, doomed: impl Fn(&Grant) -> bool) -> Result<Vec<Grant>, Error> {
-        let gone: Vec<Grant> = self.read().grants.values().flatten().filter(|g| doomed(g)).cloned().collect();
-        if gone.is_empty() {
-            return Ok(gone);
+    /// Revokes the grants `doomed` selects, returning them.
+    async fn revoke_where(&self, doomed: impl Fn(&Grant) -> bool) -> Result<Vec<Grant>, Error> {
+        let gone: Vec<Grant> = self.all_grants().await?.into_iter().filter(|g| doomed(g)).collect();
+        if !gone.is_empty() {
+            self.change(gone.iter().map(|g| Write { key: key(&g.id), value: None }).collect()).await?;
         }
-        let writes: Vec<Write> = gone.iter().map(|g| Write { key: key(&g.id), value: None }).collect();
-        self.change(&writes, |s| {
-            for list in s.grants.values_mut() {
-                list.retain(|g| !doomed(g));
-            }
-        })?;
         Ok(gone)
     }
 
     /// Revokes a grant; false if there was none.
-    pub fn revoke(&self, id: &str) -> Result<bool, Error> {
-        Ok(!self.revoke_where(|g| g.id == id)?.is_empty())
+    pub async fn revoke(&self, id: &str) -> Result<bool, Error> {
+        Ok(!self.revoke_where(|g| g.id == id).await?.is_empty())
     }
 
     /// Revokes every grant on `resource` or inside it (it was dropped: a namespace or
     /// table created later under the same name must not inherit them).
-    pub fn revoke_within(&self, resource: &Resource) -> Result<(), Error> {
-        self.revoke_where(|g| resource.covers(&g.resource)).map(|_| ())
+    pub async fn revoke_within(&self, resource: &Resource) -> Result<(), Error> {
+        self.revoke_where(|g| resource.covers(&g.resource)).await.map(|_| ())
     }
 
-    /// Moves the grants on a table to its new name after a rename.
-    pub fn move_grants(&self, from: &Resource, to: &Resource) -> Result<(), Error> {
-        for grant in self.revoke_where(|g| &g.resource == from)? {
-            self.add_grant(to.clone(), grant.privilege, grant.grantee)?;
+    /// Moves the grants on a table or view to its new name after a rename.
+    pub async fn move_grants(&self, from: &Resource, to: &Resource) -> Result<(), Error> {
+        for grant in self.revoke_where(|g| &g.resource == from).await? {
+            self.add_grant(to.clone(), grant.privilege, grant.grantee).await?;
         }
         Ok(())
     }

@@ -15,7 +15,7 @@
 mod grants;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +23,7 @@ pub use grants::{Grant, Grantee};
 
 use crate::auth::{Principal, Role};
 use crate::error::Error;
-use crate::storage::kv::{KvError, RedbSpace, Write};
+use crate::storage::kv::{KvError, KvStore, Write};
 
 /// What a caller may do. Each level includes the ones below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,13 +97,17 @@ fn store_err(e: KvError) -> Error {
 }
 
 const OWNER: &str = "owner/";
+/// Rewritten by every change, so its version says whether a snapshot is current.
+const VERSION: &[u8] = b"authz-version";
 
 /// The whole authorization state (owners and grants), kept in memory so a decision
-/// costs no I/O. The host key space holds the durable copy: every change is written
-/// there first, then applied here, under one writer lock. One process owns a redb
-/// file, so this snapshot is the truth; hosts sharing a database will need to refresh it.
-#[derive(Debug, Default, Clone)]
+/// reads one version number and does no other I/O. The host key space holds the
+/// truth: every change is written there (with the version key, in the same commit),
+/// and a snapshot older than the stored version is reloaded before deciding, so a
+/// change made through any host sharing the store applies at once.
+#[derive(Debug, Default)]
 struct Snapshot {
+    version: u64,
     owners: HashMap<String, String>,
     grants: HashMap<Grantee, Vec<Grant>>,
 }
@@ -112,43 +116,46 @@ struct Snapshot {
 pub struct Authorizer {
     /// Each mount's configured owner: authoritative for the whole mount.
     mount_owners: Arc<HashMap<String, String>>,
-    space: RedbSpace,
+    space: KvStore,
     snapshot: RwLock<Arc<Snapshot>>,
-    writer: Mutex<()>,
 }
 
 impl Authorizer {
     /// Loads every owner and grant from the host key space; `mount_owners` are the
     /// owners the mount table declares.
-    pub fn load(space: RedbSpace, mount_owners: HashMap<String, String>) -> Result<Self, Error> {
-        let mut snapshot = Snapshot::default();
-        for entry in space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).map_err(store_err)? {
+    pub async fn load(space: KvStore, mount_owners: HashMap<String, String>) -> Result<Self, Error> {
+        let authz =
+            Self { mount_owners: Arc::new(mount_owners), space, snapshot: RwLock::new(Arc::new(Snapshot::default())) };
+        authz.current().await?;
+        Ok(authz)
+    }
+
+    /// The snapshot, reloaded first if the store has changed since it was taken.
+    async fn current(&self) -> Result<Arc<Snapshot>, Error> {
+        let version = self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version);
+        let held = self.snapshot.read().expect("authorization snapshot").clone();
+        if held.version == version && version != 0 {
+            return Ok(held);
+        }
+        let mut snapshot = Snapshot { version, ..Snapshot::default() };
+        let owners = self.space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).await.map_err(store_err)?;
+        for entry in owners {
             let root = String::from_utf8_lossy(&entry.key[OWNER.len()..]).into_owned();
             snapshot.owners.insert(root, String::from_utf8_lossy(&entry.value).into_owned());
         }
-        for grant in grants::load(&space)? {
+        for grant in grants::load(&self.space).await? {
             snapshot.grants.entry(grant.grantee.clone()).or_default().push(grant);
         }
-        Ok(Self {
-            mount_owners: Arc::new(mount_owners),
-            space,
-            snapshot: RwLock::new(Arc::new(snapshot)),
-            writer: Mutex::new(()),
-        })
+        let snapshot = Arc::new(snapshot);
+        *self.snapshot.write().expect("authorization snapshot") = snapshot.clone();
+        Ok(snapshot)
     }
 
-    fn read(&self) -> Arc<Snapshot> {
-        self.snapshot.read().expect("authorization snapshot").clone()
-    }
-
-    /// Writes to the key space, then applies the same change to the snapshot.
-    fn change(&self, writes: &[Write], apply: impl FnOnce(&mut Snapshot)) -> Result<(), Error> {
-        let _writer = self.writer.lock().expect("authorization writer");
-        self.space.commit(&[], writes).map_err(store_err)?;
-        let mut next = (*self.read()).clone();
-        apply(&mut next);
-        *self.snapshot.write().expect("authorization snapshot") = Arc::new(next);
-        Ok(())
+    /// Writes a change, with the version key, in one commit.
+    async fn change(&self, writes: Vec<Write>) -> Result<(), Error> {
+        let mut writes = writes;
+        writes.push(Write { key: VERSION.to_vec(), value: Some(Vec::new()) });
+        self.space.commit(&[], &writes).await.map_err(store_err)
     }
 
     fn owner_key(root: &str) -> Vec<u8> {
@@ -156,24 +163,19 @@ impl Authorizer {
     }
 
     /// Records the owner of a root namespace that was just created.
-    pub fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
-        let write = Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) };
-        self.change(&[write], |s| {
-            s.owners.insert(root.to_string(), tenant.to_string());
-        })
+    pub async fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
+        self.change(vec![Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) }]).await
     }
 
     /// Forgets a dropped root namespace's owner.
-    pub fn forget_owner(&self, root: &str) -> Result<(), Error> {
-        self.change(&[Write { key: Self::owner_key(root), value: None }], |s| {
-            s.owners.remove(root);
-        })
+    pub async fn forget_owner(&self, root: &str) -> Result<(), Error> {
+        self.change(vec![Write { key: Self::owner_key(root), value: None }]).await
     }
 
     /// Everything needed to decide for one caller during one request.
-    pub fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
+    pub async fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
         let grantees = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
-        Ok(Access { caller, grantees, mount_owners: self.mount_owners.clone(), snapshot: self.read() })
+        Ok(Access { caller, grantees, mount_owners: self.mount_owners.clone(), snapshot: self.current().await? })
     }
 }
 

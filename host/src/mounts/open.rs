@@ -3,7 +3,6 @@
 //! message naming the mount and the reason.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::RwLock;
 use std::time::Duration;
 
@@ -27,10 +26,10 @@ fn check_name(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn open_store(config: &MountConfig, root_file: &Path) -> anyhow::Result<KvStore> {
+async fn open_store(config: &MountConfig, root: &CatalogUrl) -> anyhow::Result<KvStore> {
     match CatalogUrl::parse(&config.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))? {
         CatalogUrl::Redb(path) => {
-            if path == root_file {
+            if matches!(root, CatalogUrl::Redb(root_file) if *root_file == path) {
                 bail!("catalog_url {} is the root catalog's own file", config.catalog_url);
             }
             let store = RedbStore::open(&path).with_context(|| format!("cannot open {}", config.catalog_url))?;
@@ -100,7 +99,7 @@ async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Ru
         if mount.token_env.is_some() {
             tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
         }
-        let kv = open_store(mount, &config.catalog_file()?).await?;
+        let kv = open_store(mount, &config.root_catalog()?).await?;
         Grants { label, kv: Some(kv), http: None, config: Default::default() }
     };
     let pool = runtime.load(wasm, grants).await?;
