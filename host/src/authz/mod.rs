@@ -107,7 +107,9 @@ const VERSION: &[u8] = b"authz-version";
 /// change made through any host sharing the store applies at once.
 #[derive(Debug, Default)]
 struct Snapshot {
-    version: u64,
+    /// The stored version key's version when this was loaded (0: none stored yet);
+    /// `None` before the first load.
+    version: Option<u64>,
     owners: HashMap<String, String>,
     grants: HashMap<Grantee, Vec<Grant>>,
 }
@@ -130,11 +132,20 @@ impl Authorizer {
         Ok(authz)
     }
 
-    /// The snapshot, reloaded first if the store has changed since it was taken.
+    /// The snapshot, reloaded first if the store has changed since it was taken. A
+    /// redb file belongs to this process alone, so there every change is made here and
+    /// reloads at once; only a shared (Postgres) store is asked for its version.
     async fn current(&self) -> Result<Arc<Snapshot>, Error> {
-        let version = self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version);
         let held = self.snapshot.read().expect("authorization snapshot").clone();
-        if held.version == version && version != 0 {
+        if held.version.is_some() && matches!(self.space, KvStore::Redb(_)) {
+            return Ok(held);
+        }
+        self.reload_if_changed(held).await
+    }
+
+    async fn reload_if_changed(&self, held: Arc<Snapshot>) -> Result<Arc<Snapshot>, Error> {
+        let version = Some(self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version));
+        if held.version == version {
             return Ok(held);
         }
         let mut snapshot = Snapshot { version, ..Snapshot::default() };
@@ -155,7 +166,9 @@ impl Authorizer {
     async fn change(&self, writes: Vec<Write>) -> Result<(), Error> {
         let mut writes = writes;
         writes.push(Write { key: VERSION.to_vec(), value: Some(Vec::new()) });
-        self.space.commit(&[], &writes).await.map_err(store_err)
+        self.space.commit(&[], &writes).await.map_err(store_err)?;
+        let held = self.snapshot.read().expect("authorization snapshot").clone();
+        self.reload_if_changed(held).await.map(|_| ())
     }
 
     fn owner_key(root: &str) -> Vec<u8> {
