@@ -7,6 +7,7 @@ mod endpoints;
 mod health;
 pub mod idempotency;
 mod management;
+mod members;
 mod model;
 mod namespaces;
 mod oauth;

@@ -5,30 +5,20 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
+use super::members::{self, no_such_namespace, Kind};
 use super::model::{
-    CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, ListTablesResponse,
-    RegisterTableRequest, RenameTableRequest, TableIdentifier, TableResult,
+    CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
+    RenameTableRequest, TableResult,
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
-use crate::paging::{self, Batch, PageAsk};
-use crate::plugins::bindings::{Ident, PageRequest};
+use crate::plugins::bindings::Ident;
 use crate::tables::{self, NewTable, TableChange};
 
 /// The header a client sends to ask for vended credentials or remote signing.
 const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
-
-fn no_such_table(ns: &[String], name: &str) -> impl FnOnce() -> Error {
-    let what = format!("table {}.{name} does not exist", ns.join("."));
-    move || Error::NoSuchTable(what)
-}
-
-fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
-    let what = format!("namespace {} does not exist", ns.join("."));
-    move || Error::NoSuchNamespace(what)
-}
 
 /// Resolves `{namespace}` and `{table}` after checking that the caller holds
 /// `needed` on the table: the mount, and the identifier that mount knows.
@@ -40,7 +30,11 @@ async fn resolve<'s>(
     needed: Privilege,
 ) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
-    state.authz.access(caller.0).await?.require(&Resource::table(&ns, &name), needed, no_such_table(&ns, &name))?;
+    state.authz.access(caller.0).await?.require(
+        &Resource::table(&ns, &name),
+        needed,
+        Kind::Table.missing(&ns, &name),
+    )?;
     let (mount, local) = state.mounts.route_container(&ns)?;
     Ok((mount, Ident { namespace: local.to_vec(), name }))
 }
@@ -67,38 +61,7 @@ pub async fn list(
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0).await?;
-    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
-    let (mount, local) = state.mounts.route(&ns);
-    if local.is_empty() {
-        // A mount root holds namespaces only.
-        return Ok(axum::Json(ListTablesResponse { identifiers: vec![], next_page_token: None }));
-    }
-    let local = local.to_vec();
-    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
-    let (names, next) = paging::fill(ask, |after, limit| {
-        let local = local.clone();
-        let (access, ns) = (&access, &ns);
-        async move {
-            let page = mount
-                .backend
-                .list_tables(local, PageRequest { after, limit })
-                .await
-                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
-            let mut items = Vec::with_capacity(page.items.len());
-            for entry in page.items {
-                let visible = access.can_read(&Resource::table(ns, &entry.name))?;
-                items.push((visible.then_some(entry.name), entry.cursor));
-            }
-            Ok::<_, Error>(Batch { items, done: page.done })
-        }
-    })
-    .await?;
-    Ok(axum::Json(ListTablesResponse {
-        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
-        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
-    }))
+    members::list(&state, caller, &raw, q, Kind::Table).await.map(axum::Json)
 }
 
 pub async fn create(
@@ -246,39 +209,7 @@ pub async fn rename(
     Extension(caller): Extension<Caller>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    for part in req.source.namespace.iter().chain(&req.destination.namespace) {
-        if part.is_empty() {
-            return Err(Error::BadRequest("namespace levels must not be empty".into()));
-        }
-    }
-    let access = state.authz.access(caller.0).await?;
-    let from = Resource::table(&req.source.namespace, &req.source.name);
-    let to = Resource::table(&req.destination.namespace, &req.destination.name);
-    access.require(&from, Privilege::Write, no_such_table(&req.source.namespace, &req.source.name))?;
-    let destination_ns = Resource::Namespace(req.destination.namespace.clone());
-    access.require(&destination_ns, Privilege::Write, no_such_namespace(&req.destination.namespace))?;
-    let (from_mount, from_local) = state.mounts.route_container(&req.source.namespace)?;
-    let (to_mount, to_local) = state.mounts.route_container(&req.destination.namespace)?;
-    if !std::ptr::eq(from_mount, to_mount) {
-        return Err(Error::Unsupported(format!(
-            "cannot rename across mounts: from {} to {}",
-            from_mount.backend.label(),
-            to_mount.backend.label()
-        )));
-    }
-    let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
-    let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
-    from_mount.check_writable()?;
-    tables::rename(from_mount, &source, &destination).await.map_err(|e| match e {
-        Error::AlreadyExists(_) => Error::AlreadyExists(format!(
-            "table {}.{} already exists",
-            req.destination.namespace.join("."),
-            destination.name
-        )),
-        e => e,
-    })?;
-    state.authz.move_grants(&from, &to).await?;
-    Ok(StatusCode::NO_CONTENT)
+    members::rename(&state, caller, req, Kind::Table).await
 }
 
 /// reportMetrics: accepted and logged.
@@ -323,7 +254,7 @@ pub async fn commit_transaction(
             return Err(Error::BadRequest(format!("table {}.{} appears twice", id.namespace.join("."), id.name)));
         }
         let resource = Resource::table(&id.namespace, &id.name);
-        access.require(&resource, Privilege::Write, no_such_table(&id.namespace, &id.name))?;
+        access.require(&resource, Privilege::Write, Kind::Table.missing(&id.namespace, &id.name))?;
         let (this, local) = state.mounts.route_container(&id.namespace)?;
         if let Some(first) = mount.filter(|m| !std::ptr::eq(*m, this)) {
             return Err(Error::Unsupported(format!(

@@ -10,14 +10,14 @@ use iceberg::spec::{Schema, ViewVersion};
 use iceberg::ViewUpdate;
 use serde::Deserialize;
 
-use super::model::{ListQuery, ListTablesResponse, RenameTableRequest, TableIdentifier, TableResult};
+use super::members::{self, no_such_namespace, Kind};
+use super::model::{ListQuery, RenameTableRequest, TableResult};
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::paging::{self, Batch, PageAsk};
-use crate::plugins::bindings::{Ident, PageRequest};
+use crate::plugins::bindings::Ident;
 use crate::tables::views::{self, NewView, ViewRequirement};
 
 #[derive(Deserialize)]
@@ -46,16 +46,6 @@ pub struct RegisterViewRequest {
     metadata_location: String,
 }
 
-fn no_such_view(ns: &[String], name: &str) -> impl FnOnce() -> Error {
-    let what = format!("view {}.{name} does not exist", ns.join("."));
-    move || Error::NoSuchView(what)
-}
-
-fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
-    let what = format!("namespace {} does not exist", ns.join("."));
-    move || Error::NoSuchNamespace(what)
-}
-
 fn result(location: &str, json: &str) -> Response {
     TableResult { metadata_location: Some(location), metadata_json: json, config: Some(&[]), storage_credentials: "" }
         .into_response()
@@ -71,7 +61,7 @@ async fn resolve<'s>(
 ) -> Result<(&'s Mount, Ident), Error> {
     let ns = parse_namespace(raw_ns)?;
     let resource = Resource::View { namespace: ns.clone(), name: name.clone() };
-    state.authz.access(caller.0).await?.require(&resource, needed, no_such_view(&ns, &name))?;
+    state.authz.access(caller.0).await?.require(&resource, needed, Kind::View.missing(&ns, &name))?;
     let (mount, local) = state.mounts.route_container(&ns)?;
     if needed >= Privilege::Write {
         mount.check_writable()?;
@@ -101,36 +91,7 @@ pub async fn list(
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0).await?;
-    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
-    let (mount, local) = state.mounts.route(&ns);
-    if local.is_empty() {
-        // A mount root holds namespaces only.
-        return Ok(axum::Json(ListTablesResponse { identifiers: vec![], next_page_token: None }));
-    }
-    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
-    let (names, next) = paging::fill(ask, |after, limit| {
-        let (local, access, ns) = (local.to_vec(), &access, &ns);
-        async move {
-            let page = mount
-                .backend
-                .list_views(local, PageRequest { after, limit })
-                .await
-                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
-            let mut items = Vec::with_capacity(page.items.len());
-            for entry in page.items {
-                let resource = Resource::View { namespace: ns.clone(), name: entry.name.clone() };
-                items.push((access.can_read(&resource)?.then_some(entry.name), entry.cursor));
-            }
-            Ok::<_, Error>(Batch { items, done: page.done })
-        }
-    })
-    .await?;
-    Ok(axum::Json(ListTablesResponse {
-        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
-        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
-    }))
+    members::list(&state, caller, &raw, q, Kind::View).await.map(axum::Json)
 }
 
 pub async fn create(
@@ -210,25 +171,5 @@ pub async fn rename(
     Extension(caller): Extension<Caller>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    let access = state.authz.access(caller.0).await?;
-    let from = Resource::View { namespace: req.source.namespace.clone(), name: req.source.name.clone() };
-    let to = Resource::View { namespace: req.destination.namespace.clone(), name: req.destination.name.clone() };
-    access.require(&from, Privilege::Write, no_such_view(&req.source.namespace, &req.source.name))?;
-    let destination_ns = Resource::Namespace(req.destination.namespace.clone());
-    access.require(&destination_ns, Privilege::Write, no_such_namespace(&req.destination.namespace))?;
-    let (from_mount, from_local) = state.mounts.route_container(&req.source.namespace)?;
-    let (to_mount, to_local) = state.mounts.route_container(&req.destination.namespace)?;
-    if !std::ptr::eq(from_mount, to_mount) {
-        return Err(Error::Unsupported(format!(
-            "cannot rename a view across mounts: from {} to {}",
-            from_mount.label(),
-            to_mount.label()
-        )));
-    }
-    from_mount.check_writable()?;
-    let source = Ident { namespace: from_local.to_vec(), name: req.source.name };
-    let destination = Ident { namespace: to_local.to_vec(), name: req.destination.name };
-    views::rename(from_mount, &source, &destination).await?;
-    state.authz.move_grants(&from, &to).await?;
-    Ok(StatusCode::NO_CONTENT)
+    members::rename(&state, caller, req, Kind::View).await
 }

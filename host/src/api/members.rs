@@ -1,0 +1,132 @@
+//! What tables and views share: listing them (filtered, paged) and renaming them
+//! (inside one backend only). They differ only in the backend calls that serve them
+//! and in how a grant names them.
+
+use axum::http::StatusCode;
+
+use super::model::{ListQuery, ListTablesResponse, RenameTableRequest, TableIdentifier};
+use super::{parse_namespace, AppState};
+use crate::auth::Caller;
+use crate::authz::{Privilege, Resource};
+use crate::error::Error;
+use crate::paging::{self, Batch, PageAsk};
+use crate::plugins::bindings::{Ident, PageRequest};
+use crate::tables;
+
+/// Tables or views.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Table,
+    View,
+}
+
+impl Kind {
+    pub fn resource(self, namespace: &[String], name: &str) -> Resource {
+        let (namespace, name) = (namespace.to_vec(), name.to_string());
+        match self {
+            Kind::Table => Resource::Table { namespace, name },
+            Kind::View => Resource::View { namespace, name },
+        }
+    }
+
+    /// "Does not exist", said the way the spec names it for this kind.
+    pub fn missing(self, namespace: &[String], name: &str) -> impl FnOnce() -> Error {
+        let what = format!("{}.{name}", namespace.join("."));
+        move || match self {
+            Kind::Table => Error::NoSuchTable(format!("table {what} does not exist")),
+            Kind::View => Error::NoSuchView(format!("view {what} does not exist")),
+        }
+    }
+}
+
+pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
+    let what = format!("namespace {} does not exist", ns.join("."));
+    move || Error::NoSuchNamespace(what)
+}
+
+/// Lists the tables or views of a namespace that the caller may read.
+pub async fn list(
+    state: &AppState,
+    caller: Caller,
+    raw: &str,
+    q: ListQuery,
+    kind: Kind,
+) -> Result<ListTablesResponse, Error> {
+    let ns = parse_namespace(raw)?;
+    let access = state.authz.access(caller.0).await?;
+    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
+    let (mount, local) = state.mounts.route(&ns);
+    if local.is_empty() {
+        // A mount root holds namespaces only.
+        return Ok(ListTablesResponse { identifiers: vec![], next_page_token: None });
+    }
+    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
+    let (names, next) = paging::fill(ask, |after, limit| {
+        let (local, access, ns) = (local.to_vec(), &access, &ns);
+        async move {
+            let page = PageRequest { after, limit };
+            let page = match kind {
+                Kind::Table => mount.backend.list_tables(local, page).await,
+                Kind::View => mount.backend.list_views(local, page).await,
+            }
+            .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
+            let mut items = Vec::with_capacity(page.items.len());
+            for entry in page.items {
+                let visible = access.can_read(&kind.resource(ns, &entry.name))?;
+                items.push((visible.then_some(entry.name), entry.cursor));
+            }
+            Ok::<_, Error>(Batch { items, done: page.done })
+        }
+    })
+    .await?;
+    Ok(ListTablesResponse {
+        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
+        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
+    })
+}
+
+/// Renames a table or view. Both sides must be in one backend: a rename across mounts
+/// (or between a mount and the root catalog) answers 501 naming both.
+pub async fn rename(
+    state: &AppState,
+    caller: Caller,
+    req: RenameTableRequest,
+    kind: Kind,
+) -> Result<StatusCode, Error> {
+    let (source, destination) = (&req.source, &req.destination);
+    if source.namespace.iter().chain(&destination.namespace).any(String::is_empty) {
+        return Err(Error::BadRequest("namespace levels must not be empty".into()));
+    }
+    let access = state.authz.access(caller.0).await?;
+    let from = kind.resource(&source.namespace, &source.name);
+    let to = kind.resource(&destination.namespace, &destination.name);
+    access.require(&from, Privilege::Write, kind.missing(&source.namespace, &source.name))?;
+    let destination_ns = Resource::Namespace(destination.namespace.clone());
+    access.require(&destination_ns, Privilege::Write, no_such_namespace(&destination.namespace))?;
+    let (mount, from_local) = state.mounts.route_container(&source.namespace)?;
+    let (to_mount, to_local) = state.mounts.route_container(&destination.namespace)?;
+    if !std::ptr::eq(mount, to_mount) {
+        return Err(Error::Unsupported(format!(
+            "cannot rename across mounts: from {} to {}",
+            mount.label(),
+            to_mount.label()
+        )));
+    }
+    mount.check_writable()?;
+    let local_source = Ident { namespace: from_local.to_vec(), name: source.name.clone() };
+    let local_destination = Ident { namespace: to_local.to_vec(), name: destination.name.clone() };
+    let renamed = match kind {
+        Kind::Table => tables::rename(mount, &local_source, &local_destination).await,
+        Kind::View => tables::views::rename(mount, &local_source, &local_destination).await,
+    };
+    renamed.map_err(|e| match e {
+        Error::AlreadyExists(_) => Error::AlreadyExists(format!(
+            "a table or view named {}.{} already exists",
+            destination.namespace.join("."),
+            destination.name
+        )),
+        e => e,
+    })?;
+    state.authz.move_grants(&from, &to).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
