@@ -111,11 +111,6 @@ impl Mounts {
         self.named.iter()
     }
 
-    /// Whether `name` is a mount.
-    pub fn is_mount(&self, name: &str) -> bool {
-        self.named.contains_key(name)
-    }
-
     /// Every mount, the root catalog first.
     pub fn all(&self) -> impl Iterator<Item = &Mount> {
         std::iter::once(&self.root).chain(self.named.values())
