@@ -9,6 +9,7 @@ use super::{parse_namespace, AppState};
 use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
+use crate::mounts::Mount;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
 use crate::tables;
@@ -37,6 +38,38 @@ impl Kind {
             Kind::View => Error::NoSuchView(format!("view {what} does not exist")),
         }
     }
+}
+
+/// Checks that the caller holds `needed` on a table or view and resolves it to its
+/// mount: a mount root holds none, and a write under a read-only mount is refused.
+pub async fn resolve<'s>(
+    state: &'s AppState,
+    caller: Caller,
+    raw_ns: &str,
+    name: String,
+    needed: Privilege,
+    kind: Kind,
+) -> Result<(&'s Mount, Ident), Error> {
+    let ns = parse_namespace(raw_ns)?;
+    state.authz.access(caller.0).await?.require(&kind.resource(&ns, &name), needed, kind.missing(&ns, &name))?;
+    let (mount, local) = state.mounts.route_container(&ns)?;
+    if needed >= Privilege::Write {
+        mount.check_writable()?;
+    }
+    Ok((mount, Ident { namespace: local.to_vec(), name }))
+}
+
+/// Checks write access to the namespace a new table or view goes into and resolves it.
+pub async fn resolve_namespace<'s>(
+    state: &'s AppState,
+    caller: Caller,
+    ns: &[String],
+) -> Result<(&'s Mount, Vec<String>), Error> {
+    let access = state.authz.access(caller.0).await?;
+    access.require(&Resource::Namespace(ns.to_vec()), Privilege::Write, no_such_namespace(ns))?;
+    let (mount, local) = state.mounts.route_container(ns)?;
+    mount.check_writable()?;
+    Ok((mount, local.to_vec()))
 }
 
 pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {

@@ -5,55 +5,20 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use super::members::{self, no_such_namespace, Kind};
+use super::members::{self, Kind};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
     RenameTableRequest, TableResult,
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Access, Privilege, Resource};
+use crate::authz::{Privilege, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::tables::{self, NewTable, TableChange};
 
 /// The header a client sends to ask for vended credentials or remote signing.
 const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
-
-/// Resolves `{namespace}` and `{table}` after checking that the caller holds
-/// `needed` on the table: the mount, and the identifier that mount knows.
-async fn resolve<'s>(
-    state: &'s super::AppState,
-    caller: Caller,
-    raw_ns: &str,
-    name: String,
-    needed: Privilege,
-) -> Result<(&'s crate::mounts::Mount, Ident), Error> {
-    let ns = parse_namespace(raw_ns)?;
-    state.authz.access(caller.0).await?.require(
-        &Resource::table(&ns, &name),
-        needed,
-        Kind::Table.missing(&ns, &name),
-    )?;
-    let (mount, local) = state.mounts.route_container(&ns)?;
-    Ok((mount, Ident { namespace: local.to_vec(), name }))
-}
-
-/// Checks `needed` on the namespace a new table goes into and resolves it (refusing
-/// a mount root and, for writes, a read-only mount).
-fn resolve_namespace<'s>(
-    state: &'s super::AppState,
-    access: &Access,
-    ns: &[String],
-    needed: Privilege,
-) -> Result<(&'s crate::mounts::Mount, Vec<String>), Error> {
-    access.require(&Resource::Namespace(ns.to_vec()), needed, no_such_namespace(ns))?;
-    let (mount, local) = state.mounts.route_container(ns)?;
-    if needed >= Privilege::Write {
-        mount.check_writable()?;
-    }
-    Ok((mount, local.to_vec()))
-}
 
 pub async fn list(
     AxState(state): State,
@@ -74,7 +39,7 @@ pub async fn create(
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0).await?, &ns, Privilege::Write)?;
+    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     let metadata = tables::build_new(
@@ -121,7 +86,7 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
     let delegation = headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string);
     let pointer = tables::load(mount, &ident, delegation).await?;
     Ok(TableResult {
@@ -138,7 +103,7 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
     tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -153,8 +118,7 @@ pub async fn commit(
             return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
         }
     }
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
-    mount.check_writable()?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -172,8 +136,7 @@ pub async fn drop(
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
     let resource = Resource::table(&parse_namespace(&raw)?, &name);
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
-    mount.check_writable()?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
     tables::drop_table(mount, &ident, q.purge()).await?;
     state.authz.revoke_within(&resource).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -186,7 +149,7 @@ pub async fn register(
     Json(req): Json<RegisterTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, &state.authz.access(caller.0).await?, &ns, Privilege::Write)?;
+    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let committed =
         tables::register(mount, &ident, &req.metadata_location, req.overwrite).await.map_err(|e| match e {
@@ -219,7 +182,7 @@ pub async fn report_metrics(
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name.clone(), Privilege::Read).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name.clone(), Privilege::Read, Kind::Table).await?;
     tables::load(mount, &ident, None).await?;
     let kind = match report.get("report-type").and_then(|v| v.as_str()) {
         Some(kind @ ("scan-report" | "commit-report")) => kind,

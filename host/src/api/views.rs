@@ -10,13 +10,12 @@ use iceberg::spec::{Schema, ViewVersion};
 use iceberg::ViewUpdate;
 use serde::Deserialize;
 
-use super::members::{self, no_such_namespace, Kind};
+use super::members::{self, Kind};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
-use crate::mounts::Mount;
 use crate::plugins::bindings::Ident;
 use crate::tables::views::{self, NewView, ViewRequirement};
 
@@ -51,40 +50,6 @@ fn result(location: &str, json: &str) -> Response {
         .into_response()
 }
 
-/// Checks `needed` on a view and resolves it to its mount (refusing a mount root).
-async fn resolve<'s>(
-    state: &'s super::AppState,
-    caller: Caller,
-    raw_ns: &str,
-    name: String,
-    needed: Privilege,
-) -> Result<(&'s Mount, Ident), Error> {
-    let ns = parse_namespace(raw_ns)?;
-    let resource = Resource::View { namespace: ns.clone(), name: name.clone() };
-    state.authz.access(caller.0).await?.require(&resource, needed, Kind::View.missing(&ns, &name))?;
-    let (mount, local) = state.mounts.route_container(&ns)?;
-    if needed >= Privilege::Write {
-        mount.check_writable()?;
-    }
-    Ok((mount, Ident { namespace: local.to_vec(), name }))
-}
-
-/// Checks write access to the namespace a new view goes into and resolves it.
-async fn resolve_namespace<'s>(
-    state: &'s super::AppState,
-    caller: Caller,
-    ns: &[String],
-) -> Result<(&'s Mount, Vec<String>), Error> {
-    state.authz.access(caller.0).await?.require(
-        &Resource::Namespace(ns.to_vec()),
-        Privilege::Write,
-        no_such_namespace(ns),
-    )?;
-    let (mount, local) = state.mounts.route_container(ns)?;
-    mount.check_writable()?;
-    Ok((mount, local.to_vec()))
-}
-
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
@@ -104,7 +69,7 @@ pub async fn create(
         return Err(Error::BadRequest("the view name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
@@ -117,7 +82,7 @@ pub async fn load(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
     let pointer = views::load(mount, &ident).await?;
     Ok(result(&pointer.metadata_location, &pointer.metadata_json))
 }
@@ -127,7 +92,7 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Read).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
     views::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -137,7 +102,7 @@ pub async fn replace(
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitViewRequest>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
     Ok(result(&committed.metadata_location, &committed.metadata_json))
 }
@@ -148,7 +113,7 @@ pub async fn drop(
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let resource = Resource::View { namespace: parse_namespace(&raw)?, name: name.clone() };
-    let (mount, ident) = resolve(&state, caller, &raw, name, Privilege::Write).await?;
+    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
     views::drop_view(mount, &ident).await?;
     state.authz.revoke_within(&resource).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -161,7 +126,7 @@ pub async fn register(
     Json(req): Json<RegisterViewRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
     Ok(result(&committed.metadata_location, &committed.metadata_json))
 }
