@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Extension;
 
+use super::members::no_such_namespace;
 use super::model::{
     CreateNamespaceRequest, ListNamespacesResponse, ListQuery, NamespaceResponse, UpdatePropertiesRequest,
     UpdatePropertiesResponse,
@@ -20,10 +21,6 @@ use crate::plugins::BackendErrorKind;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
-
-fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
-    move || Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
-}
 
 fn absent(ns: &[String]) -> impl FnOnce(String) -> Error + '_ {
     move |_| no_such_namespace(ns)()

@@ -8,7 +8,7 @@ use iceberg::spec::{Schema, ViewMetadata, ViewMetadataBuilder, ViewVersion};
 use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
-use super::Committed;
+use super::{dotted, no_such_namespace, Committed};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
@@ -19,10 +19,6 @@ use crate::plugins::BackendErrorKind;
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum ViewRequirement {
     AssertViewUuid { uuid: uuid::Uuid },
-}
-
-fn dotted(mount: &Mount, ident: &Ident) -> String {
-    format!("{}.{}", mount.restore(ident.namespace.clone()).join("."), ident.name)
 }
 
 fn no_such_view<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
@@ -98,12 +94,7 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
             BackendErrorKind::AlreadyExists => {
                 Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
             }
-            _ => Error::from_backend(e, |_| {
-                Error::NoSuchNamespace(format!(
-                    "namespace {} does not exist",
-                    mount.restore(ident.namespace.clone()).join(".")
-                ))
-            }),
+            _ => Error::from_backend(e, no_such_namespace(mount, &ident.namespace)),
         });
     }
     Ok(committed)
@@ -196,14 +187,11 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
 
 /// Renames a view inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
-    mount.backend.load_namespace(destination.namespace.clone()).await.map_err(|e| {
-        Error::from_backend(e, |_| {
-            Error::NoSuchNamespace(format!(
-                "namespace {} does not exist",
-                mount.restore(destination.namespace.clone()).join(".")
-            ))
-        })
-    })?;
+    mount
+        .backend
+        .load_namespace(destination.namespace.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_namespace(mount, &destination.namespace)))?;
     mount.backend.rename_view(source.clone(), destination.clone()).await.map_err(|e| match e.kind {
         BackendErrorKind::AlreadyExists => {
             Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, destination)))
