@@ -77,11 +77,13 @@ impl CatalogUrl {
     }
 }
 
-/// A `file://` warehouse location without a trailing slash, or why it is not one.
+/// A warehouse location (`file:///absolute/path` or `s3://bucket/path`) without a
+/// trailing slash, or why it is not one.
 pub fn warehouse_url(location: &str) -> Result<String, String> {
     let location = location.trim_end_matches('/').to_string();
-    if !location.starts_with("file:///") {
-        return Err(format!("{location:?}: only file:///absolute/path warehouses are supported"));
+    let bucket = location.strip_prefix("s3://").map(|rest| rest.split('/').next().unwrap_or_default());
+    if !location.starts_with("file:///") && bucket.is_none_or(str::is_empty) {
+        return Err(format!("{location:?}: a warehouse is file:///absolute/path or s3://bucket/path"));
     }
     Ok(location)
 }
@@ -158,11 +160,102 @@ pub struct StorageConfig {
     /// Where the root catalog keeps its state: `redb:///path/to/file.redb` or
     /// `postgres://…`. Defaults to `<data_dir>/catalog.redb`.
     pub catalog_url: Option<String>,
-    /// Where table data and metadata files go: `file:///path`.
+    /// Where table data and metadata files go: `file:///path` or `s3://bucket/path`.
     /// Defaults to `<data_dir>/warehouse`.
     pub warehouse_location: Option<String>,
     /// The component serving the root catalog: `native` or the path of a `.wasm` component.
     pub backend: Option<String>,
+    /// `[storage.s3]`: how the server reaches `s3://` warehouses.
+    pub s3: S3Config,
+    /// `[storage.vending]`: which credentials clients are handed for table data.
+    pub vending: VendingConfig,
+}
+
+/// `[storage.s3]`: the S3-compatible store behind every `s3://` warehouse (the root's and
+/// each mount's). Keys missing here come from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct S3Config {
+    /// The store's URL, e.g. `http://127.0.0.1:9000`; unset means AWS itself.
+    pub endpoint: Option<String>,
+    pub region: String,
+    /// Address buckets as `endpoint/bucket` rather than `bucket.endpoint`.
+    pub path_style: bool,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+}
+
+impl Default for S3Config {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            region: "us-east-1".into(),
+            path_style: false,
+            access_key_id: None,
+            secret_access_key: None,
+        }
+    }
+}
+
+impl S3Config {
+    /// The server's own keys: from this section, else from the standard AWS variables.
+    pub fn keys(&self) -> Option<(String, String)> {
+        let id = self.access_key_id.clone().or_else(|| std::env::var("AWS_ACCESS_KEY_ID").ok())?;
+        let secret = self.secret_access_key.clone().or_else(|| std::env::var("AWS_SECRET_ACCESS_KEY").ok())?;
+        Some((id, secret))
+    }
+}
+
+/// How credentials are vended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VendingMode {
+    /// Never vend: clients bring their own storage credentials.
+    #[default]
+    None,
+    /// STS AssumeRole of `role_arn`, narrowed by an inline session policy to the table.
+    Sts,
+    /// Hand out configured keys (S3-compatible stores without STS).
+    Static,
+}
+
+/// `[storage.vending]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VendingConfig {
+    pub mode: VendingMode,
+    /// For `sts`: the role assumed for every vend.
+    pub role_arn: Option<String>,
+    /// For `sts`: the STS URL; defaults to `storage.s3.endpoint`, else AWS's regional STS.
+    pub sts_endpoint: Option<String>,
+    /// For `sts`: how long vended credentials live (900 to 43200 seconds).
+    pub duration_secs: u64,
+    /// For `static`: the keys handed to writers.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    /// For `static`: the keys handed to callers who may only read; without them a
+    /// reader is vended nothing rather than write keys.
+    pub read_access_key_id: Option<String>,
+    pub read_secret_access_key: Option<String>,
+    /// The locations credentials may be vended for; defaults to every warehouse the
+    /// server manages (its own and each native mount's).
+    pub prefixes: Option<Vec<String>>,
+}
+
+impl Default for VendingConfig {
+    fn default() -> Self {
+        Self {
+            mode: VendingMode::None,
+            role_arn: None,
+            sts_endpoint: None,
+            duration_secs: 3600,
+            access_key_id: None,
+            secret_access_key: None,
+            read_access_key_id: None,
+            read_secret_access_key: None,
+            prefixes: None,
+        }
+    }
 }
 
 /// `[plugins]`: the limits every backend call runs under.
@@ -236,7 +329,7 @@ impl Config {
         }
     }
 
-    /// The root warehouse, as a `file://` URL without a trailing slash.
+    /// The root warehouse, as a `file://` or `s3://` URL without a trailing slash.
     pub fn warehouse(&self) -> Result<String, ConfigError> {
         let location = match &self.storage.warehouse_location {
             Some(location) => location.clone(),

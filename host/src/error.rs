@@ -24,6 +24,10 @@ pub enum Error {
     #[error("{0}")]
     NoSuchView(String),
     #[error("{0}")]
+    NoSuchPlanId(String),
+    #[error("{0}")]
+    NoSuchPlanTask(String),
+    #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     AlreadyExists(String),
@@ -52,6 +56,8 @@ impl Error {
             Error::NoSuchNamespace(_) => (StatusCode::NOT_FOUND, "NoSuchNamespaceException"),
             Error::NoSuchTable(_) => (StatusCode::NOT_FOUND, "NoSuchTableException"),
             Error::NoSuchView(_) => (StatusCode::NOT_FOUND, "NoSuchViewException"),
+            Error::NoSuchPlanId(_) => (StatusCode::NOT_FOUND, "NoSuchPlanIdException"),
+            Error::NoSuchPlanTask(_) => (StatusCode::NOT_FOUND, "NoSuchPlanTaskException"),
             Error::NotFound(_) => (StatusCode::NOT_FOUND, "NotFoundException"),
             Error::AlreadyExists(_) => (StatusCode::CONFLICT, "AlreadyExistsException"),
             Error::NamespaceNotEmpty(_) => (StatusCode::CONFLICT, "NamespaceNotEmptyException"),

@@ -7,7 +7,8 @@
 //! - `mounts`   which backend and warehouse serve a namespace
 //! - `paging`   page tokens and filtered paging
 //! - `tables`   Iceberg semantics: create, commit, register
-//! - `storage`  key spaces (redb) and warehouses (metadata files)
+//! - `scan`     server-side scan planning over a snapshot's manifests
+//! - `storage`  key spaces (redb, Postgres), warehouses (file, S3), credential vending
 //! - `plugins`  the wasmtime runtime, instance pools and host capabilities
 
 pub mod api;
@@ -18,6 +19,7 @@ pub mod error;
 pub mod mounts;
 pub mod paging;
 pub mod plugins;
+pub mod scan;
 pub mod server;
 pub mod storage;
 pub mod tables;

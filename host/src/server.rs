@@ -15,6 +15,7 @@ use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::plugins::{builtin, Backend, Grants, Runtime};
 use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
+use crate::storage::vending::Vendor;
 use crate::storage::warehouse::Warehouse;
 
 /// The key space the host keeps for itself (server key, later principals and grants);
@@ -94,7 +95,7 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let data_dir = config.data_dir();
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    let warehouse = Warehouse::new(config.warehouse()?);
+    let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3);
     println!("rustberg: data directory {}", data_dir.display());
     // The root catalog and the host's own key space live in one store: a redb file,
     // or a Postgres database that several stateless hosts may share.
@@ -137,6 +138,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let mounts = Mounts::new(root, named);
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts);
+    let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
+    let vendor = Vendor::new(config, warehouses).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     Ok(AppState {
         mounts,
         tokens,
@@ -145,6 +148,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         authz: Authorizer::load(host.clone(), mount_owners).await?,
         counters: Default::default(),
         idempotency: Arc::new(Idempotency::new(host)),
+        vendor,
     })
 }
 

@@ -32,6 +32,11 @@ pub const HOST_ENDPOINTS: &[&str] = &[
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
     "POST /v1/{prefix}/namespaces/{namespace}/register-view",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
 ];
 
 /// The endpoints that change a catalog: a read-only mount removes them from what
@@ -55,8 +60,7 @@ pub const MUTATING_ENDPOINTS: &[&str] = &[
 
 /// Parts of spec paths the host does not implement yet: they answer 501 (which
 /// real clients read as "unsupported") and are absent from `endpoints`.
-const NOT_YET: &[&str] =
-    &["/views", "/register-view", "/plan", "/tasks", "/credentials", "/unregister", "/functions", "/sign"];
+const NOT_YET: &[&str] = &["/unregister", "/functions", "/sign"];
 
 /// Answers requests no route matched.
 pub async fn fallback(method: Method, uri: Uri) -> Error {

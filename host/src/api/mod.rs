@@ -3,6 +3,7 @@
 //! paging in `paging`.
 
 mod catalog_config;
+mod credentials;
 mod endpoints;
 mod health;
 pub mod idempotency;
@@ -11,6 +12,7 @@ mod members;
 mod model;
 mod namespaces;
 mod oauth;
+mod scan;
 mod tables;
 mod views;
 
@@ -28,6 +30,7 @@ use crate::authz::Authorizer;
 use crate::error::Error;
 use crate::mounts::Mounts;
 use crate::paging::PageTokens;
+use crate::storage::vending::Vendor;
 
 pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 pub use health::Counters;
@@ -45,6 +48,8 @@ pub struct AppState {
     pub authz: Authorizer,
     pub counters: Counters,
     pub idempotency: Arc<idempotency::Idempotency>,
+    /// Storage credentials for the tables of every warehouse the server manages.
+    pub vendor: Vendor,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -63,6 +68,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(tables::load).head(tables::exists).post(tables::commit).delete(tables::drop),
         )
         .route(&format!("{ns}/tables/{{table}}/metrics"), post(tables::report_metrics))
+        .route(&format!("{ns}/tables/{{table}}/credentials"), get(credentials::load))
+        .route(&format!("{ns}/tables/{{table}}/plan"), post(scan::plan))
+        .route(&format!("{ns}/tables/{{table}}/plan/{{plan_id}}"), get(scan::fetch_result).delete(scan::cancel))
+        .route(&format!("{ns}/tables/{{table}}/tasks"), post(scan::fetch_tasks))
         .route(&format!("{ns}/register"), post(tables::register))
         .route(&format!("{base}/tables/rename"), post(tables::rename))
         .route(&format!("{base}/transactions/commit"), post(tables::commit_transaction))

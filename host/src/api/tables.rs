@@ -5,6 +5,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
+use super::credentials;
 use super::members::{self, Kind};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
@@ -15,10 +16,8 @@ use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
+use crate::storage::vending::Vended;
 use crate::tables::{self, NewTable, TableChange};
-
-/// The header a client sends to ask for vended credentials or remote signing.
-const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
 
 pub async fn list(
     AxState(state): State,
@@ -33,13 +32,14 @@ pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
+    headers: HeaderMap,
     Json(req): Json<CreateTableRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local) = members::resolve_namespace(&state, caller.clone(), &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     let metadata = tables::build_new(
@@ -54,14 +54,21 @@ pub async fn create(
             properties: req.properties,
         },
     )?;
+    // A writer creating a table gets credentials to write its first files.
+    let vended = if credentials::wants_vended(credentials::delegation(&headers).as_deref()) {
+        credentials::vend(&state, &caller, mount, &ns, &ident.name, metadata.location()).await
+    } else {
+        None
+    };
+    let (config, storage_credentials) = with_vended(&[], vended);
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
         let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
         return Ok(TableResult {
             metadata_location: None,
             metadata_json: &metadata_json,
-            config: Some(&[]),
-            storage_credentials: "",
+            config: Some(&config),
+            storage_credentials: &storage_credentials,
         }
         .into_response());
     }
@@ -74,10 +81,24 @@ pub async fn create(
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
-        config: Some(&[]),
-        storage_credentials: "",
+        config: Some(&config),
+        storage_credentials: &storage_credentials,
     }
     .into_response())
+}
+
+/// The `config` and `storage-credentials` of a response carrying `vended` (the
+/// credential goes in both: older clients read only `config`).
+fn with_vended(config: &[(String, String)], vended: Option<Vended>) -> (Vec<(String, String)>, String) {
+    match vended {
+        None => (config.to_vec(), String::new()),
+        Some(vended) => {
+            let list = vended.to_value().to_string();
+            let mut config = config.to_vec();
+            config.extend(vended.config);
+            (config, list)
+        }
+    }
 }
 
 pub async fn load(
@@ -86,14 +107,28 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
-    let delegation = headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let (mount, ident) = members::resolve(&state, caller.clone(), &raw, name, Privilege::Read, Kind::Table).await?;
+    let delegation = credentials::delegation(&headers);
+    // A mount of a remote catalog forwards the header; the remote vends for its storage.
+    let vending = credentials::wants_vended(delegation.as_deref()) && mount.warehouse.is_some();
     let pointer = tables::load(mount, &ident, delegation).await?;
+    if !vending {
+        return Ok(TableResult {
+            metadata_location: Some(&pointer.metadata_location),
+            metadata_json: &pointer.metadata_json,
+            config: Some(&pointer.config),
+            storage_credentials: &pointer.storage_credentials,
+        }
+        .into_response());
+    }
+    let location = tables::location(mount, &pointer).await?;
+    let vended = credentials::vend(&state, &caller, mount, &parse_namespace(&raw)?, &ident.name, &location).await;
+    let (config, storage_credentials) = with_vended(&pointer.config, vended);
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
         metadata_json: &pointer.metadata_json,
-        config: Some(&pointer.config),
-        storage_credentials: &pointer.storage_credentials,
+        config: Some(&config),
+        storage_credentials: &storage_credentials,
     }
     .into_response())
 }

@@ -53,6 +53,14 @@ impl Mount {
             .ok_or_else(|| Error::Unsupported(format!("{} has no warehouse on this server", self.label())))
     }
 
+    /// Refuses, naming the mount, an operation its backend did not declare.
+    pub fn require_endpoint(&self, endpoint: &str, what: &str) -> Result<(), Error> {
+        if self.backend.capabilities().endpoints.iter().any(|e| e == endpoint) {
+            return Ok(());
+        }
+        Err(Error::Unsupported(format!("{} does not support {what}", self.label())))
+    }
+
     /// Refuses a write under a read-only mount.
     pub fn check_writable(&self) -> Result<(), Error> {
         if self.read_only {

@@ -111,7 +111,8 @@ async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Ru
             Some(location) => location.clone(),
             None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
         };
-        Some(Warehouse::new(warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?))
+        let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
+        Some(Warehouse::open(&root, &config.storage.s3))
     };
     Ok(Mount {
         name: Some(name.to_string()),

@@ -1,7 +1,9 @@
-//! Where state lives: the key spaces behind the `kv` capability, and warehouses
-//! for metadata and data files.
+//! Where state lives: the key spaces behind the `kv` capability, warehouses for
+//! metadata and data files, and the credentials vended for them.
 
 pub mod kv;
 mod kv_postgres;
 mod kv_redb;
+mod sts;
+pub mod vending;
 pub mod warehouse;

@@ -1,9 +1,13 @@
 //! A warehouse: where table data and metadata files live, accessed through the
-//! `iceberg` crate's FileIO.
+//! `iceberg` crate's FileIO (the local file system, or S3 through opendal).
 
-use iceberg::io::FileIO;
+use std::sync::Arc;
+
+use iceberg::io::{FileIO, FileIOBuilder};
 use iceberg::spec::TableMetadata;
+use iceberg_storage_opendal::OpenDalStorageFactory;
 
+use crate::config::S3Config;
 use crate::error::Error;
 
 /// One warehouse root and the FileIO that reaches it.
@@ -15,8 +19,12 @@ pub struct Warehouse {
 }
 
 impl Warehouse {
-    pub fn new(root: String) -> Self {
-        Self { root: root.trim_end_matches('/').to_string(), io: FileIO::new_with_fs() }
+    /// A warehouse at `root` (`file:///…` or `s3://bucket/…`); an `s3://` one is
+    /// reached with the server's `[storage.s3]` settings.
+    pub fn open(root: &str, s3: &S3Config) -> Self {
+        let root = root.trim_end_matches('/').to_string();
+        let io = if root.starts_with("s3://") { s3_file_io(s3) } else { FileIO::new_with_fs() };
+        Self { root, io }
     }
 
     pub fn root(&self) -> &str {
@@ -73,6 +81,21 @@ impl Warehouse {
     }
 }
 
+/// A FileIO for `s3://` locations with the server's own endpoint, region and keys.
+fn s3_file_io(s3: &S3Config) -> FileIO {
+    use iceberg::io::{S3_ACCESS_KEY_ID, S3_ENDPOINT, S3_PATH_STYLE_ACCESS, S3_REGION, S3_SECRET_ACCESS_KEY};
+    let mut builder = FileIOBuilder::new(Arc::new(OpenDalStorageFactory::S3 { customized_credential_load: None }))
+        .with_prop(S3_REGION, &s3.region)
+        .with_prop(S3_PATH_STYLE_ACCESS, s3.path_style);
+    if let Some(endpoint) = &s3.endpoint {
+        builder = builder.with_prop(S3_ENDPOINT, endpoint);
+    }
+    if let Some((id, secret)) = s3.keys() {
+        builder = builder.with_prop(S3_ACCESS_KEY_ID, id).with_prop(S3_SECRET_ACCESS_KEY, secret);
+    }
+    builder.build()
+}
+
 /// Keeps a namespace or table name safe as one path segment.
 fn encode_path_part(part: &str) -> String {
     let safe = part
@@ -93,7 +116,7 @@ mod tests {
 
     #[test]
     fn confinement() {
-        let w = Warehouse::new("file:///data/wh/".into());
+        let w = Warehouse::open("file:///data/wh/", &S3Config::default());
         assert!(w.contains("file:///data/wh/a/b"));
         assert!(w.contains("file:///data/wh"));
         assert!(!w.contains("file:///data/wh2/a"));
@@ -103,7 +126,7 @@ mod tests {
 
     #[test]
     fn default_locations_are_inside_and_unique() {
-        let w = Warehouse::new("file:///data/wh".into());
+        let w = Warehouse::open("file:///data/wh", &S3Config::default());
         let a = w.default_location(&["db".into(), "../x".into()], "t/1");
         assert!(w.contains(&a), "{a}");
         assert_ne!(a, w.default_location(&["db".into(), "../x".into()], "t/1"));

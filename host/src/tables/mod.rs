@@ -132,13 +132,28 @@ pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> R
 }
 
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
-async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
+pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
     if pointer.metadata_json.is_empty() {
         return TableMetadata::read_from(mount.warehouse()?.io(), &pointer.metadata_location)
             .await
             .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
     }
     serde_json::from_str(&pointer.metadata_json)
+        .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
+}
+
+/// Where a table's files live, without parsing the whole metadata when the backend
+/// returned it.
+pub async fn location(mount: &Mount, pointer: &Pointer) -> Result<String, Error> {
+    #[derive(serde::Deserialize)]
+    struct Located {
+        location: String,
+    }
+    if pointer.metadata_json.is_empty() {
+        return Ok(current_metadata(mount, pointer).await?.location().to_string());
+    }
+    serde_json::from_str::<Located>(&pointer.metadata_json)
+        .map(|l| l.location)
         .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
 }
 

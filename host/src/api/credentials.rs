@@ -1,0 +1,90 @@
+//! Credential vending at the edge: loadTable and createTable with
+//! `X-Iceberg-Access-Delegation: vended-credentials`, and loadCredentials.
+//!
+//! A refused vend is logged and the request still succeeds without credentials.
+
+use axum::extract::{Path, State as AxState};
+use axum::http::HeaderMap;
+use axum::Extension;
+
+use super::members::{self, Kind};
+use super::State;
+use crate::auth::Caller;
+use crate::authz::{Privilege, Resource};
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::storage::vending::{DataAccess, Refusal, Vended};
+use crate::tables;
+
+/// The header a client sends to ask for vended credentials or remote signing.
+pub const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
+
+/// The access delegation the client asked for, as sent.
+pub fn delegation(headers: &HeaderMap) -> Option<String> {
+    headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// Whether the client asked for vended credentials (the header is a list).
+pub fn wants_vended(delegation: Option<&str>) -> bool {
+    delegation.is_some_and(|d| d.split(',').any(|m| m.trim() == "vended-credentials"))
+}
+
+/// Vends credentials for the table at `location` in `mount`: read-write when the
+/// caller may write the table (and the mount is writable), read-only otherwise.
+/// A mount without a warehouse here (a remote catalog) gets nothing from this server.
+pub async fn vend(
+    state: &super::AppState,
+    caller: &Caller,
+    mount: &Mount,
+    namespace: &[String],
+    name: &str,
+    location: &str,
+) -> Option<Vended> {
+    mount.warehouse.as_ref()?;
+    let resource = Resource::table(namespace, name);
+    let held = match state.authz.access(caller.0.clone()).await.and_then(|a| a.privilege(&resource)) {
+        Ok(held) => held,
+        Err(e) => {
+            tracing::warn!(table = %resource, error = %e, "no credentials vended: cannot check access");
+            return None;
+        }
+    };
+    let access =
+        if held >= Some(Privilege::Write) && !mount.read_only { DataAccess::ReadWrite } else { DataAccess::Read };
+    match state.vendor.vend(location, access, &caller.0.name).await {
+        Ok(vended) => {
+            tracing::info!(table = %resource, caller = %caller.0.name, ?access, prefix = %vended.prefix, "credentials vended");
+            Some(vended)
+        }
+        // Vending switched off is a choice, not a failure: said once per request, quietly.
+        Err(reason @ Refusal::Off) => {
+            tracing::info!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
+            None
+        }
+        Err(reason) => {
+            tracing::warn!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
+            None
+        }
+    }
+}
+
+/// loadCredentials: the credentials loadTable would vend, as a list (empty when
+/// none can be vended).
+pub async fn load(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<axum::Json<serde_json::Value>, Error> {
+    let ns = super::parse_namespace(&raw)?;
+    let (mount, ident) =
+        members::resolve(&state, caller.clone(), &raw, name.clone(), Privilege::Read, Kind::Table).await?;
+    mount.require_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials")?;
+    let pointer = tables::load(mount, &ident, delegation(&headers)).await?;
+    let location = tables::location(mount, &pointer).await?;
+    let list = match vend(&state, &caller, mount, &ns, &name, &location).await {
+        Some(vended) => vended.to_value(),
+        None => serde_json::json!([]),
+    };
+    Ok(axum::Json(serde_json::json!({ "storage-credentials": list })))
+}

@@ -1,0 +1,168 @@
+//! Scan planning routes: planTableScan, fetchPlanningResult, cancelPlanning and
+//! fetchScanTasks. Plans complete synchronously; plan ids and plan tasks are
+//! signed (request, offset) pairs, so no plan is stored and any process answers.
+
+use axum::extract::{Path, State as AxState};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Extension;
+use iceberg::spec::TableMetadata;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::members::{self, Kind};
+use super::{credentials, parse_namespace, AppState, Json, State};
+use crate::auth::Caller;
+use crate::authz::Privilege;
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::scan::{self, PlanRequest, TASKS_PER_RESPONSE};
+use crate::tables;
+
+const PLAN: &str = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan";
+
+/// What a plan id or a plan task carries: the request (its snapshot pinned) and
+/// where in the plan the tasks start.
+#[derive(Serialize, Deserialize)]
+struct Signed {
+    request: PlanRequest,
+    offset: usize,
+}
+
+/// The cursor spaces of plan ids and plan tasks: one table's, so a token from one
+/// table (or of one kind) is unknown to every other.
+fn space(kind: &str, raw: &str, name: &str) -> String {
+    format!("{kind}:{raw}\u{1f}{name}")
+}
+
+/// Resolves a table the caller may read under a mount that can plan, with its metadata.
+async fn open<'s>(
+    state: &'s AppState,
+    caller: Caller,
+    raw: &str,
+    name: &str,
+    headers: &HeaderMap,
+) -> Result<(&'s Mount, TableMetadata), Error> {
+    let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
+    mount.require_endpoint(PLAN, "scan planning (its manifests are not in storage this server manages)")?;
+    let pointer = tables::load(mount, &ident, credentials::delegation(headers)).await?;
+    let metadata = tables::current_metadata(mount, &pointer).await?;
+    Ok((mount, metadata))
+}
+
+/// A completed plan's body from `offset` on, with plan tasks for whatever does not fit.
+async fn completed(
+    state: &AppState,
+    mount: &Mount,
+    metadata: TableMetadata,
+    signed: &Signed,
+    task_space: &str,
+) -> Result<serde_json::Map<String, Value>, Error> {
+    let plan = scan::plan(mount.warehouse()?, metadata, &signed.request).await?;
+    let (tasks, delete_files) = plan.slice(signed.offset, TASKS_PER_RESPONSE);
+    let mut body = serde_json::Map::new();
+    body.insert("status".into(), json!("completed"));
+    body.insert("file-scan-tasks".into(), json!(tasks));
+    body.insert("delete-files".into(), json!(delete_files));
+    // Only the first response hands out plan tasks; each task is one later slice.
+    if signed.offset == 0 && plan.task_count() > TASKS_PER_RESPONSE {
+        let plan_tasks: Vec<String> = (TASKS_PER_RESPONSE..plan.task_count())
+            .step_by(TASKS_PER_RESPONSE)
+            .map(|offset| {
+                let task = Signed { request: signed.request.clone(), offset };
+                state.tokens.issue(task_space, &serde_json::to_string(&task).expect("serializable"))
+            })
+            .collect();
+        body.insert("plan-tasks".into(), json!(plan_tasks));
+    }
+    Ok(body)
+}
+
+/// planTableScan
+pub async fn plan(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(mut request): Json<PlanRequest>,
+) -> Result<axum::Json<Value>, Error> {
+    let (mount, metadata) = open(&state, caller.clone(), &raw, &name, &headers).await?;
+    // The plan id must name this plan even after the table moves on (an incremental
+    // range names its end already).
+    if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
+        request.snapshot_id = metadata.current_snapshot().map(|s| s.snapshot_id());
+    }
+    let location = metadata.location().to_string();
+    let signed = Signed { request, offset: 0 };
+    let mut body = completed(&state, mount, metadata, &signed, &space("plan-task", &raw, &name)).await?;
+    let plan_id =
+        state.tokens.issue(&space("plan", &raw, &name), &serde_json::to_string(&signed).expect("serializable"));
+    body.insert("plan-id".into(), json!(plan_id));
+    if credentials::wants_vended(credentials::delegation(&headers).as_deref()) {
+        let ns = parse_namespace(&raw)?;
+        if let Some(vended) = credentials::vend(&state, &caller, mount, &ns, &name, &location).await {
+            body.insert("storage-credentials".into(), vended.to_value());
+        }
+    }
+    Ok(axum::Json(Value::Object(body)))
+}
+
+/// The request behind a plan id this server issued for this table.
+fn verify_plan_id(state: &AppState, raw: &str, name: &str, plan_id: &str) -> Result<Signed, Error> {
+    state
+        .tokens
+        .verify(&space("plan", raw, name), plan_id)
+        .and_then(|payload| serde_json::from_str(&payload).ok())
+        .ok_or_else(|| Error::NoSuchPlanId(format!("no plan {plan_id:?} for this table")))
+}
+
+/// fetchPlanningResult: plans complete synchronously, so this plans again, from
+/// the same snapshot, and answers the same result.
+pub async fn fetch_result(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name, plan_id)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<axum::Json<Value>, Error> {
+    let (mount, metadata) = open(&state, caller, &raw, &name, &headers).await?;
+    let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
+    let body = completed(&state, mount, metadata, &signed, &space("plan-task", &raw, &name)).await?;
+    Ok(axum::Json(Value::Object(body)))
+}
+
+/// cancelPlanning: nothing is running or held, so there is nothing to cancel.
+pub async fn cancel(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name, plan_id)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Error> {
+    open(&state, caller, &raw, &name, &headers).await?;
+    verify_plan_id(&state, &raw, &name, &plan_id)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct FetchScanTasksRequest {
+    plan_task: String,
+}
+
+/// fetchScanTasks: the slice of the plan one plan task names.
+pub async fn fetch_tasks(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    Json(request): Json<FetchScanTasksRequest>,
+) -> Result<axum::Json<Value>, Error> {
+    let (mount, metadata) = open(&state, caller, &raw, &name, &headers).await?;
+    let task_space = space("plan-task", &raw, &name);
+    let signed: Signed = state
+        .tokens
+        .verify(&task_space, &request.plan_task)
+        .and_then(|payload| serde_json::from_str(&payload).ok())
+        .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;
+    let mut body = completed(&state, mount, metadata, &signed, &task_space).await?;
+    body.remove("status");
+    Ok(axum::Json(Value::Object(body)))
+}

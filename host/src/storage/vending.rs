@@ -1,0 +1,234 @@
+//! Credential vending: storage credentials for one table's location, read-only for
+//! a caller who may only read, read-write for a writer.
+//!
+//! A vend that is refused or fails is not an error for the request that asked:
+//! the table still loads, without credentials, and the log says why.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::sts::Sts;
+use crate::config::{Config, VendingMode};
+
+/// What the credentials may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataAccess {
+    Read,
+    ReadWrite,
+}
+
+/// Credentials for everything under `prefix`, as the spec's `StorageCredential`.
+#[derive(Debug, Clone)]
+pub struct Vended {
+    pub prefix: String,
+    pub config: Vec<(String, String)>,
+}
+
+impl Vended {
+    /// The `storage-credentials` list holding this one credential.
+    pub fn to_value(&self) -> serde_json::Value {
+        let config: serde_json::Map<String, serde_json::Value> =
+            self.config.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        json!([{ "prefix": self.prefix, "config": config }])
+    }
+}
+
+/// Why nothing was vended (logged, never returned to the client as an error).
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("credential vending is off ([storage.vending] mode = \"none\")")]
+    Off,
+    #[error("{0} is not an s3:// location")]
+    NotS3(String),
+    #[error("{0} is outside every prefix credentials may be vended for")]
+    OutsidePrefixes(String),
+    #[error("no read-only keys are configured for static vending; a reader gets none")]
+    NoReaderKeys,
+    #[error("{0}")]
+    Sts(#[from] super::sts::StsError),
+}
+
+enum Mode {
+    Off,
+    Sts { sts: Sts, role_arn: String, duration: Duration },
+    Static { write: Option<(String, String)>, read: Option<(String, String)> },
+}
+
+/// Vends credentials under the server's one policy, for every warehouse it manages.
+pub struct Vendor {
+    mode: Mode,
+    prefixes: Vec<String>,
+    /// How a client reaches the store (endpoint, region, addressing).
+    client_config: Vec<(String, String)>,
+}
+
+impl Vendor {
+    /// Builds the vendor; `warehouses` are the roots the server manages, the default
+    /// prefixes. A configuration that cannot work is refused at start-up.
+    pub fn new<'a>(config: &Config, warehouses: impl Iterator<Item = &'a str>) -> Result<Self, String> {
+        let s3 = &config.storage.s3;
+        let v = &config.storage.vending;
+        let mode = match v.mode {
+            VendingMode::None => Mode::Off,
+            VendingMode::Sts => {
+                let role_arn = v.role_arn.clone().ok_or("storage.vending.role_arn is required for mode = \"sts\"")?;
+                let (id, secret) =
+                    s3.keys().ok_or("mode = \"sts\" signs AssumeRole with the [storage.s3] keys; none are set")?;
+                let endpoint = v
+                    .sts_endpoint
+                    .clone()
+                    .or_else(|| s3.endpoint.clone())
+                    .unwrap_or_else(|| format!("https://sts.{}.amazonaws.com", s3.region));
+                if !(900..=43_200).contains(&v.duration_secs) {
+                    return Err("storage.vending.duration_secs must be between 900 and 43200".into());
+                }
+                let sts = Sts::new(endpoint, s3.region.clone(), id, secret);
+                Mode::Sts { sts, role_arn, duration: Duration::from_secs(v.duration_secs) }
+            }
+            VendingMode::Static => {
+                let pair = |id: &Option<String>, secret: &Option<String>| id.clone().zip(secret.clone());
+                let write = pair(&v.access_key_id, &v.secret_access_key);
+                let read = pair(&v.read_access_key_id, &v.read_secret_access_key);
+                if write.is_none() && read.is_none() {
+                    return Err("mode = \"static\" needs access_key_id and secret_access_key".into());
+                }
+                Mode::Static { write, read }
+            }
+        };
+        let prefixes = match &v.prefixes {
+            Some(prefixes) => prefixes.iter().map(|p| p.trim_end_matches('/').to_string()).collect(),
+            None => warehouses.map(str::to_string).collect(),
+        };
+        let mut client_config =
+            vec![("s3.region".to_string(), s3.region.clone()), ("client.region".into(), s3.region.clone())];
+        if let Some(endpoint) = &s3.endpoint {
+            client_config.push(("s3.endpoint".into(), endpoint.clone()));
+        }
+        if s3.path_style {
+            client_config.push(("s3.path-style-access".into(), "true".into()));
+        }
+        Ok(Self { mode, prefixes, client_config })
+    }
+
+    /// Whether vending is configured at all.
+    pub fn is_on(&self) -> bool {
+        !matches!(self.mode, Mode::Off)
+    }
+
+    /// Credentials for the table at `location`; `session` names the caller in STS.
+    pub async fn vend(&self, location: &str, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
+        let location = location.trim_end_matches('/');
+        let (bucket, key) = split_s3(location).ok_or_else(|| match self.mode {
+            Mode::Off => Refusal::Off,
+            _ => Refusal::NotS3(location.to_string()),
+        })?;
+        if !self.prefixes.iter().any(|p| within(location, p)) {
+            return Err(match self.mode {
+                Mode::Off => Refusal::Off,
+                _ => Refusal::OutsidePrefixes(location.to_string()),
+            });
+        }
+        let keys = match &self.mode {
+            Mode::Off => return Err(Refusal::Off),
+            Mode::Static { write, read } => {
+                let (id, secret) = match access {
+                    DataAccess::ReadWrite => write.clone().or_else(|| read.clone()),
+                    DataAccess::Read => read.clone(),
+                }
+                .ok_or(Refusal::NoReaderKeys)?;
+                vec![("s3.access-key-id".to_string(), id), ("s3.secret-access-key".to_string(), secret)]
+            }
+            Mode::Sts { sts, role_arn, duration } => {
+                let policy = session_policy(bucket, key, access).to_string();
+                let c = sts.assume_role(role_arn, &session_name(session), &policy, *duration).await?;
+                let mut keys = vec![
+                    ("s3.access-key-id".to_string(), c.access_key_id),
+                    ("s3.secret-access-key".to_string(), c.secret_access_key),
+                    ("s3.session-token".to_string(), c.session_token),
+                ];
+                if let Ok(t) = c.expiration.parse::<reqsign_core::time::Timestamp>() {
+                    keys.push(("s3.session-token-expires-at-ms".into(), (t.as_second() * 1000).to_string()));
+                }
+                keys
+            }
+        };
+        let mut config = keys;
+        config.extend(self.client_config.iter().cloned());
+        Ok(Vended { prefix: location.to_string(), config })
+    }
+}
+
+/// `s3://bucket/key/prefix` as (bucket, key prefix).
+fn split_s3(location: &str) -> Option<(&str, &str)> {
+    let rest = location.strip_prefix("s3://")?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty() && !key.split('/').any(|p| p == "..")).then_some((bucket, key))
+}
+
+/// Whether `location` is `prefix` or lies beneath it.
+fn within(location: &str, prefix: &str) -> bool {
+    location.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// STS allows 2–64 characters of `[\w+=,.@-]` in a session name.
+fn session_name(caller: &str) -> String {
+    let clean: String = caller
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "+=,.@-_".contains(c) { c } else { '_' })
+        .take(50)
+        .collect();
+    format!("rustberg-{clean}")
+}
+
+/// The inline session policy: objects under the table's location only, and listing
+/// of that prefix only; writes only for a writer.
+pub fn session_policy(bucket: &str, key: &str, access: DataAccess) -> serde_json::Value {
+    let key = key.trim_end_matches('/');
+    let objects = format!("arn:aws:s3:::{bucket}/{key}/*");
+    let mut object_actions = vec!["s3:GetObject", "s3:GetObjectVersion"];
+    if access == DataAccess::ReadWrite {
+        object_actions.extend([
+            "s3:PutObject",
+            "s3:DeleteObject",
+            "s3:AbortMultipartUpload",
+            "s3:ListMultipartUploadParts",
+        ]);
+    }
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            { "Effect": "Allow", "Action": object_actions, "Resource": [objects] },
+            {
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [format!("arn:aws:s3:::{bucket}")],
+                "Condition": { "StringLike": { "s3:prefix": [key, format!("{key}/*")] } }
+            },
+            { "Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": [format!("arn:aws:s3:::{bucket}")] }
+        ]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_policy_allows_no_writes() {
+        let policy = session_policy("b", "wh/db/t", DataAccess::Read).to_string();
+        assert!(policy.contains("s3:GetObject") && policy.contains("arn:aws:s3:::b/wh/db/t/*"));
+        assert!(!policy.contains("PutObject") && !policy.contains("DeleteObject"));
+        let writer = session_policy("b", "wh/db/t", DataAccess::ReadWrite).to_string();
+        assert!(writer.contains("s3:PutObject") && writer.contains("s3:DeleteObject"));
+    }
+
+    #[test]
+    fn prefixes_match_whole_segments() {
+        assert!(within("s3://b/wh/t", "s3://b/wh"));
+        assert!(!within("s3://b/wh2/t", "s3://b/wh"));
+        assert_eq!(split_s3("s3://b/wh/t"), Some(("b", "wh/t")));
+        assert_eq!(split_s3("s3://b/wh/../x"), None);
+        assert_eq!(split_s3("file:///x"), None);
+    }
+}
