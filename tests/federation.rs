@@ -224,10 +224,15 @@ async fn read_only_mounts_and_capability_intersection() {
     let config = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json::<Value>().await.unwrap();
     let endpoints: BTreeSet<String> = serde_json::from_value(config["endpoints"].clone()).unwrap();
     assert!(!endpoints.is_empty());
+    // Reads, reports and scan planning change nothing in a catalog.
+    let reads = ["/metrics", "/plan", "/plan/{plan-id}", "/tasks"];
     for e in &endpoints {
-        assert!(e.starts_with("GET ") || e.starts_with("HEAD ") || e.ends_with("/metrics"), "mutating endpoint {e}");
+        let read = e.starts_with("GET ") || e.starts_with("HEAD ") || reads.iter().any(|r| e.ends_with(r));
+        assert!(read, "mutating endpoint {e}");
     }
     assert!(endpoints.contains("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
+    // A read-only native mount keeps planning.
+    assert!(endpoints.contains("POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"));
     // Writes under the read-only mount: 501 naming the mount. Reads work. The root still writes.
     let refused = s.post("/namespaces", json!({"namespace": ["lake", "new"]})).await;
     assert_error(&refused, 501, "UnsupportedOperationException");

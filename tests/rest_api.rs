@@ -25,9 +25,11 @@ async fn config_advertises_prefix_and_endpoints() {
     let endpoints: Vec<&str> = body["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
     assert!(endpoints.contains(&"GET /v1/{prefix}/namespaces"));
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"));
-    // Not implemented yet: absent from the list and answered with 501.
-    assert!(!endpoints.iter().any(|e| e.contains("/plan")));
-    assert_error(&s.post("/namespaces/db/tables/t/plan", json!({})).await, 501, "UnsupportedOperationException");
+    assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"));
+    // Not implemented: absent from the list and answered with 501.
+    assert!(!endpoints.iter().any(|e| e.contains("/functions")));
+    let unregister = s.post("/namespaces/db/tables/t/unregister", json!({})).await;
+    assert_error(&unregister, 501, "UnsupportedOperationException");
     assert_error(&s.get("/no/such/route").await, 404, "NotFoundException");
 }
 

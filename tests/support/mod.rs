@@ -1,6 +1,8 @@
 //! Starts a real `rustberg` process for a test and talks to it over HTTP.
 #![allow(dead_code)]
 
+pub mod python;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,6 +16,8 @@ use serde_json::{json, Value};
 /// dereferences to an [`Api`] client acting as the server admin it minted at start-up.
 pub struct Server {
     child: Child,
+    /// Everything the process printed so far.
+    output: std::sync::Arc<std::sync::Mutex<String>>,
     pub base: String,
     pub dir: tempfile::TempDir,
     /// `admin:<secret>`, the credential the server minted (when it minted one).
@@ -86,15 +90,18 @@ impl Server {
         let (tx, rx) = mpsc::channel::<String>();
         let stdout = child.stdout.take().unwrap();
         let stderr = child.stderr.take().unwrap();
-        let tx2 = tx.clone();
+        let output = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx2, output1, output2) = (tx.clone(), output.clone(), output.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                output1.lock().unwrap().push_str(&format!("{line}\n"));
                 let _ = tx.send(line);
             }
         });
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[rustberg] {line}");
+                output2.lock().unwrap().push_str(&format!("{line}\n"));
                 let _ = tx2.send(line);
             }
         });
@@ -118,7 +125,7 @@ impl Server {
                             }
                             None => Api { base: base.clone(), client: reqwest::Client::new() },
                         };
-                        return Ok(Server { child, base, dir, credential, admin });
+                        return Ok(Server { child, output, base, dir, credential, admin });
                     }
                 }
                 Err(_) => {
@@ -138,6 +145,11 @@ impl Server {
     fn config_text(dir: &Path, extra: &str) -> String {
         let data = dir.join("data");
         format!("[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n{extra}\n", data.display())
+    }
+
+    /// Everything the server printed (its log) so far.
+    pub fn output(&self) -> String {
+        self.output.lock().unwrap().clone()
     }
 
     /// Whether the process is still alive.

@@ -1,0 +1,342 @@
+//! Warehouses on S3 (a moto server) and credential vending through STS AssumeRole.
+//!
+//! moto serves S3 and STS on one port, in memory. Between Rustberg and moto's STS
+//! sits a recorder that forwards every request and keeps its form body, so the
+//! tests can read the session policy Rustberg asked for.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::python::{run_pytest, venv, venv_with};
+use support::{hash_secret, schema, Server};
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/rustberg-vend";
+
+/// A moto server on a free port with one bucket, until dropped.
+struct Moto {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    async fn start(bucket: &str) -> Moto {
+        // Its own venv: moto's botocore pin must not decide the clients' versions.
+        let venv = venv_with(venv().parent().unwrap().join("moto-venv"), "requirements-moto.txt");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(venv.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting moto_server");
+        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            if client.get(format!("{}/moto-api/", moto.url)).send().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let created = client.put(format!("{}/{bucket}", moto.url)).send().await.unwrap();
+        assert!(created.status().is_success(), "creating bucket {bucket}: {}", created.status());
+        moto
+    }
+
+    /// The keys of every object under `prefix` in `bucket`.
+    async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let url = format!("{}/{bucket}?list-type=2&prefix={prefix}", self.url);
+        let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+        text.split("<Key>").skip(1).filter_map(|s| s.split("</Key>").next()).map(str::to_string).collect()
+    }
+}
+
+/// One STS request's form parameters.
+type Form = Vec<(String, String)>;
+
+/// Forwards every request to `target` and keeps the decoded form bodies.
+struct StsRecorder {
+    url: String,
+    requests: Arc<Mutex<Vec<Form>>>,
+}
+
+impl StsRecorder {
+    async fn start(target: String) -> StsRecorder {
+        let requests: Arc<Mutex<Vec<Form>>> = Arc::default();
+        let kept = requests.clone();
+        let client = reqwest::Client::new();
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: String| {
+            let (client, target, kept) = (client.clone(), target.clone(), kept.clone());
+            async move {
+                kept.lock().unwrap().push(url::form_urlencoded::parse(body.as_bytes()).into_owned().collect());
+                let mut forwarded = client.post(format!("{target}/")).body(body);
+                for (name, value) in headers.iter().filter(|(n, _)| *n != "host" && *n != "content-length") {
+                    forwarded = forwarded.header(name.as_str(), value.as_bytes());
+                }
+                let response = forwarded.send().await.unwrap();
+                let status = response.status().as_u16();
+                (axum::http::StatusCode::from_u16(status).unwrap(), response.text().await.unwrap())
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        StsRecorder { url, requests }
+    }
+
+    /// The AssumeRole requests made for `caller` (its session name), in order.
+    fn assume_role_for(&self, caller: &str) -> Vec<Form> {
+        let session = format!("rustberg-{caller}");
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.iter().any(|(k, v)| k == "RoleSessionName" && *v == session))
+            .cloned()
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+}
+
+fn param<'a>(request: &'a [(String, String)], name: &str) -> &'a str {
+    request.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or_default()
+}
+
+/// The config of a server whose warehouses are on moto and which vends through `sts`.
+fn s3_config(moto: &Moto, sts_endpoint: &str, mount_dir: &std::path::Path) -> String {
+    format!(
+        r#"
+[storage]
+warehouse_location = "s3://lake/warehouse"
+
+[storage.s3]
+endpoint = "{moto}"
+region = "us-east-1"
+path_style = true
+access_key_id = "AKIAIOSFODNN7EXAMPLE"
+secret_access_key = "server-secret"
+
+[storage.vending]
+mode = "sts"
+role_arn = "{ROLE}"
+sts_endpoint = "{sts_endpoint}"
+
+[auth.principals.writer]
+tenant = "lake"
+role = "writer"
+secret_hash = "{writer}"
+
+[auth.principals.reader]
+tenant = "lake"
+role = "reader"
+secret_hash = "{reader}"
+
+[mount.side]
+backend = "native"
+catalog_url = "redb://{mount}/side.redb"
+warehouse_location = "s3://lake/side-warehouse"
+owner = "lake"
+"#,
+        moto = moto.url,
+        writer = hash_secret("writer-secret"),
+        reader = hash_secret("reader-secret"),
+        mount = mount_dir.display(),
+    )
+}
+
+/// moto with the bucket `lake`, the STS recorder in front of it, and a server on both
+/// whose configuration `edit` may change.
+async fn lake(edit: impl FnOnce(String) -> String) -> (Moto, StsRecorder, Server, tempfile::TempDir) {
+    let moto = Moto::start("lake").await;
+    let sts = StsRecorder::start(moto.url.clone()).await;
+    let mount_dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&edit(s3_config(&moto, &sts.url, mount_dir.path())));
+    (moto, sts, server, mount_dir)
+}
+
+/// PyIceberg, holding no storage keys of its own, writes and reads an S3 table with
+/// vended credentials; the reader's session policy allows no writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn pyiceberg_writes_and_reads_s3_with_only_vended_credentials() {
+    let (moto, sts, server, _mount_dir) = lake(|c| c).await;
+
+    let base = server.base.clone();
+    let ran = tokio::task::spawn_blocking(move || {
+        let env = [
+            ("RUSTBERG_URL", base.as_str()),
+            ("WRITER_CREDENTIAL", "writer:writer-secret"),
+            ("READER_CREDENTIAL", "reader:reader-secret"),
+        ];
+        run_pytest("test_s3_vending.py", &env);
+    });
+    ran.await.unwrap();
+
+    // The table's metadata and data files are in the bucket, under the table's location.
+    let keys = moto.keys("lake", "warehouse/lake/events").await;
+    assert!(keys.iter().any(|k| k.ends_with(".metadata.json")), "{keys:?}");
+    assert!(keys.iter().any(|k| k.ends_with(".parquet")), "{keys:?}");
+
+    // Each caller got credentials through AssumeRole of the configured role, with a
+    // session policy confined to the table's location; the reader's allows no writes.
+    let writer = sts.assume_role_for("writer");
+    let reader = sts.assume_role_for("reader");
+    assert!(!writer.is_empty() && !reader.is_empty(), "writer {writer:?} reader {reader:?}");
+    for request in writer.iter().chain(&reader) {
+        assert_eq!(param(request, "Action"), "AssumeRole");
+        assert_eq!(param(request, "RoleArn"), ROLE);
+        let policy: Value = serde_json::from_str(param(request, "Policy")).unwrap();
+        let text = policy.to_string();
+        assert!(text.contains("arn:aws:s3:::lake/warehouse/lake/events"), "{text}");
+        assert!(!text.contains("\"s3:*\"") && !text.contains("\"*\""), "{text}");
+    }
+    assert!(writer.iter().any(|r| param(r, "Policy").contains("s3:PutObject")), "{writer:?}");
+    for request in &reader {
+        let policy = param(request, "Policy");
+        assert!(policy.contains("s3:GetObject"), "{policy}");
+        for write in ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"] {
+            assert!(!policy.contains(write), "the reader's policy allows {write}: {policy}");
+        }
+    }
+}
+
+/// Vending over the REST API: the header asks, loadCredentials answers the same,
+/// a mount's own warehouse is covered, and nothing is vended unasked.
+#[tokio::test(flavor = "multi_thread")]
+async fn vended_credentials_cover_every_managed_warehouse() {
+    let (moto, sts, server, _mount_dir) = lake(|c| c).await;
+    let writer = server.login("writer", "writer-secret");
+    let reader = server.login("reader", "reader-secret");
+    let tables = "/namespaces/db/tables";
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let (status, created) = writer.post(tables, json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(status, 200, "{created}");
+    let location = created["metadata"]["location"].as_str().unwrap().to_string();
+    assert!(location.starts_with("s3://lake/warehouse/db/t"), "{location}");
+
+    // Without the header: no credentials, and STS is not asked.
+    let before = sts.count();
+    let (status, plain) = reader.get(&format!("{tables}/t")).await;
+    assert_eq!(status, 200);
+    assert!(plain.get("storage-credentials").is_none(), "{plain}");
+    assert_eq!(sts.count(), before);
+
+    // With it: one credential for exactly the table's location, also in `config`.
+    let loaded = reader
+        .client
+        .get(reader.url(&format!("{tables}/t")))
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(loaded.status(), 200);
+    let loaded: Value = loaded.json().await.unwrap();
+    let credentials = loaded["storage-credentials"].as_array().expect("a list");
+    assert_eq!(credentials.len(), 1, "{loaded}");
+    assert_eq!(credentials[0]["prefix"], location.as_str());
+    let config = &credentials[0]["config"];
+    for key in ["s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.endpoint"] {
+        assert!(config[key].is_string(), "{key} missing: {config}");
+    }
+    assert_eq!(loaded["config"]["s3.session-token"], config["s3.session-token"]);
+    assert_eq!(config["s3.endpoint"], moto.url.as_str());
+
+    // loadCredentials vends the same way (read-only for this reader).
+    let (status, body) = reader.get(&format!("{tables}/t/credentials")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["storage-credentials"][0]["prefix"], location.as_str());
+    let last = sts.assume_role_for("reader").pop().unwrap();
+    assert!(!param(&last, "Policy").contains("s3:PutObject"));
+
+    // A table in a mount with its own warehouse gets credentials for that warehouse.
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["side", "ns"]})).await.0, 200);
+    let side = "/namespaces/side%1Fns/tables";
+    let created = writer
+        .client
+        .post(writer.url(side))
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .json(&json!({"name": "t", "schema": schema()}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+    let created: Value = created.json().await.unwrap();
+    let prefix = created["storage-credentials"][0]["prefix"].as_str().expect("credentials for a mount's table");
+    assert!(prefix.starts_with("s3://lake/side-warehouse/ns/t"), "{prefix}");
+    let last = sts.assume_role_for("writer").pop().unwrap();
+    assert!(param(&last, "Policy").contains("s3:PutObject"), "a writer creating a table may write it");
+    let keys = moto.keys("lake", "side-warehouse/ns/t").await;
+    assert!(keys.iter().any(|k| k.ends_with(".metadata.json")), "{keys:?}");
+}
+
+/// A vend that fails is not an error: the table loads without credentials, the
+/// response never carries `null`, and the log says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_vend_still_loads_the_table_and_logs_why() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let unreachable = |config: String| {
+        let line = |l: &str| {
+            if l.starts_with("sts_endpoint") {
+                format!("sts_endpoint = \"http://{closed}\"")
+            } else {
+                l.into()
+            }
+        };
+        config.lines().map(line).collect::<Vec<_>>().join("\n")
+    };
+    let (_moto, _sts, server, _mount_dir) = lake(unreachable).await;
+    let writer = server.login("writer", "writer-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+
+    let loaded = writer
+        .client
+        .get(writer.url("/namespaces/db/tables/t"))
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(loaded.status(), 200);
+    let loaded: Value = loaded.json().await.unwrap();
+    assert!(loaded.get("storage-credentials").is_none(), "{loaded}");
+    assert!(loaded["metadata"]["location"].is_string());
+    let (status, body) = writer.get("/namespaces/db/tables/t/credentials").await;
+    assert_eq!((status, &body["storage-credentials"]), (200, &json!([])), "{body}");
+    let log = server.output();
+    assert!(
+        log.contains("no credentials vended") && log.contains("cannot reach STS"),
+        "the log does not say why:\n{log}"
+    );
+}
+
+/// Static vending (a store without STS): writers get the write keys, readers the
+/// read keys, and nothing asks STS.
+#[tokio::test(flavor = "multi_thread")]
+async fn static_keys_follow_what_the_caller_may_do() {
+    let keys = "mode = \"static\"\naccess_key_id = \"WRITEKEY\"\nsecret_access_key = \"w\"\n\
+                read_access_key_id = \"READKEY\"\nread_secret_access_key = \"r\"";
+    let (_moto, sts, server, _mount_dir) = lake(|c| c.replace("mode = \"sts\"", keys)).await;
+    let writer = server.login("writer", "writer-secret");
+    let reader = server.login("reader", "reader-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    for (api, key) in [(&writer, "WRITEKEY"), (&reader, "READKEY")] {
+        let (status, body) = api.get("/namespaces/db/tables/t/credentials").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["storage-credentials"][0]["config"]["s3.access-key-id"], key, "{body}");
+        assert!(body["storage-credentials"][0]["config"].get("s3.session-token").is_none());
+    }
+    assert_eq!(sts.count(), 0, "static vending asks no STS");
+}
