@@ -55,14 +55,16 @@ pub async fn create(
         },
     )?;
     // A writer creating a table gets credentials to write its first files.
-    let vended = if credentials::wants_vended(credentials::delegation(&headers).as_deref()) {
+    let wants_vended = credentials::wants_vended(credentials::delegation(&headers).as_deref());
+    let vend = || async {
+        if !wants_vended {
+            return None;
+        }
         credentials::vend(&state, &caller, mount, &ns, &ident.name, metadata.location()).await
-    } else {
-        None
     };
-    let (config, storage_credentials) = with_vended(&[], vended);
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
+        let (config, storage_credentials) = with_vended(&[], vend().await);
         let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
         return Ok(TableResult {
             metadata_location: None,
@@ -78,6 +80,7 @@ pub async fn create(
         }
         e => e,
     })?;
+    let (config, storage_credentials) = with_vended(&[], vend().await);
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
