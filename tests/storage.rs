@@ -314,7 +314,7 @@ async fn a_failed_vend_still_loads_the_table_and_logs_why() {
     assert!(loaded["metadata"]["location"].is_string());
     let (status, body) = writer.get("/namespaces/db/tables/t/credentials").await;
     assert_eq!((status, &body["storage-credentials"]), (200, &json!([])), "{body}");
-    let log = server.output();
+    let log = server.output_once_it_says("cannot reach STS");
     assert!(
         log.contains("no credentials vended") && log.contains("cannot reach STS"),
         "the log does not say why:\n{log}"
@@ -339,4 +339,28 @@ async fn static_keys_follow_what_the_caller_may_do() {
         assert!(body["storage-credentials"][0]["config"].get("s3.session-token").is_none());
     }
     assert_eq!(sts.count(), 0, "static vending asks no STS");
+}
+
+/// A rest mount is somebody else's catalog: this server mints nothing for it, even
+/// with vending on; the remote's own answer passes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rest_mount_gets_no_credentials_from_this_server() {
+    let remote = Server::start("[auth]\nanonymous = true\n");
+    assert_eq!(remote.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    assert_eq!(remote.post("/namespaces/sales/tables", json!({"name": "orders", "schema": schema()})).await.0, 200);
+    let mount = format!("\n[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"lake\"\n", remote.base);
+    let (_moto, sts, server, _mount_dir) = lake(|c| c + &mount).await;
+    let writer = server.login("writer", "writer-secret");
+    let loaded = writer
+        .client
+        .get(writer.url("/namespaces/partner%1Fsales/tables/orders"))
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(loaded.status(), 200);
+    let loaded: Value = loaded.json().await.unwrap();
+    assert!(loaded.get("storage-credentials").is_none(), "{loaded}");
+    assert!(loaded["config"].get("s3.session-token").is_none(), "{loaded}");
+    assert_eq!(sts.count(), 0, "nothing was vended for a remote's table");
 }

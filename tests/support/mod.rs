@@ -152,6 +152,19 @@ impl Server {
         self.output.lock().unwrap().clone()
     }
 
+    /// The server's output once it holds `needle` (the log is read by another
+    /// thread, so a line may land a moment after the response); all of it after 5 s.
+    pub fn output_once_it_says(&self, needle: &str) -> String {
+        for _ in 0..100 {
+            let output = self.output();
+            if output.contains(needle) {
+                return output;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.output()
+    }
+
     /// Whether the process is still alive.
     pub fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
