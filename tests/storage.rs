@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::python::{run_pytest, venv, venv_with};
-use support::{hash_secret, schema, Server};
+use support::{hash_secret, schema, Api, Server};
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/rustberg-vend";
 
@@ -113,6 +113,17 @@ impl StsRecorder {
 
 fn param<'a>(request: &'a [(String, String)], name: &str) -> &'a str {
     request.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or_default()
+}
+
+/// A request asking for vended credentials, as `api`; the status and the JSON body.
+async fn vended(api: &Api, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request =
+        api.client.request(method, api.url(path)).header("X-Iceberg-Access-Delegation", "vended-credentials");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
 }
 
 /// The config of a server whose warehouses are on moto and which vends through `sts`.
@@ -234,15 +245,8 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     assert_eq!(sts.count(), before);
 
     // With it: one credential for exactly the table's location, also in `config`.
-    let loaded = reader
-        .client
-        .get(reader.url(&format!("{tables}/t")))
-        .header("X-Iceberg-Access-Delegation", "vended-credentials")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(loaded.status(), 200);
-    let loaded: Value = loaded.json().await.unwrap();
+    let (status, loaded) = vended(&reader, reqwest::Method::GET, &format!("{tables}/t"), None).await;
+    assert_eq!(status, 200, "{loaded}");
     let credentials = loaded["storage-credentials"].as_array().expect("a list");
     assert_eq!(credentials.len(), 1, "{loaded}");
     assert_eq!(credentials[0]["prefix"], location.as_str());
@@ -263,16 +267,9 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     // A table in a mount with its own warehouse gets credentials for that warehouse.
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["side", "ns"]})).await.0, 200);
     let side = "/namespaces/side%1Fns/tables";
-    let created = writer
-        .client
-        .post(writer.url(side))
-        .header("X-Iceberg-Access-Delegation", "vended-credentials")
-        .json(&json!({"name": "t", "schema": schema()}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 200);
-    let created: Value = created.json().await.unwrap();
+    let (status, created) =
+        vended(&writer, reqwest::Method::POST, side, Some(json!({"name": "t", "schema": schema()}))).await;
+    assert_eq!(status, 200, "{created}");
     let prefix = created["storage-credentials"][0]["prefix"].as_str().expect("credentials for a mount's table");
     assert!(prefix.starts_with("s3://lake/side-warehouse/ns/t"), "{prefix}");
     let last = sts.assume_role_for("writer").pop().unwrap();
@@ -301,15 +298,8 @@ async fn a_failed_vend_still_loads_the_table_and_logs_why() {
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
     assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
 
-    let loaded = writer
-        .client
-        .get(writer.url("/namespaces/db/tables/t"))
-        .header("X-Iceberg-Access-Delegation", "vended-credentials")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(loaded.status(), 200);
-    let loaded: Value = loaded.json().await.unwrap();
+    let (status, loaded) = vended(&writer, reqwest::Method::GET, "/namespaces/db/tables/t", None).await;
+    assert_eq!(status, 200, "{loaded}");
     assert!(loaded.get("storage-credentials").is_none(), "{loaded}");
     assert!(loaded["metadata"]["location"].is_string());
     let (status, body) = writer.get("/namespaces/db/tables/t/credentials").await;
@@ -351,15 +341,9 @@ async fn a_rest_mount_gets_no_credentials_from_this_server() {
     let mount = format!("\n[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"lake\"\n", remote.base);
     let (_moto, sts, server, _mount_dir) = lake(|c| c + &mount).await;
     let writer = server.login("writer", "writer-secret");
-    let loaded = writer
-        .client
-        .get(writer.url("/namespaces/partner%1Fsales/tables/orders"))
-        .header("X-Iceberg-Access-Delegation", "vended-credentials")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(loaded.status(), 200);
-    let loaded: Value = loaded.json().await.unwrap();
+    let (status, loaded) =
+        vended(&writer, reqwest::Method::GET, "/namespaces/partner%1Fsales/tables/orders", None).await;
+    assert_eq!(status, 200, "{loaded}");
     assert!(loaded.get("storage-credentials").is_none(), "{loaded}");
     assert!(loaded["config"].get("s3.session-token").is_none(), "{loaded}");
     assert_eq!(sts.count(), 0, "nothing was vended for a remote's table");
