@@ -348,3 +348,25 @@ async fn a_rest_mount_gets_no_credentials_from_this_server() {
     assert!(loaded["config"].get("s3.session-token").is_none(), "{loaded}");
     assert_eq!(sts.count(), 0, "nothing was vended for a remote's table");
 }
+
+/// Configured prefixes replace the default (every managed warehouse): a table in a
+/// warehouse outside them gets no credentials, and the log says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn prefixes_bound_what_is_vended() {
+    let only_root = |c: String| c.replace("mode = \"sts\"", "mode = \"sts\"\nprefixes = [\"s3://lake/warehouse\"]");
+    let (_moto, sts, server, _mount_dir) = lake(only_root).await;
+    let writer = server.login("writer", "writer-secret");
+    for ns in [json!(["db"]), json!(["side", "ns"])] {
+        assert_eq!(writer.post("/namespaces", json!({"namespace": ns})).await.0, 200);
+    }
+    let table = Some(json!({"name": "t", "schema": schema()}));
+    let (status, inside) = vended(&writer, reqwest::Method::POST, "/namespaces/db/tables", table.clone()).await;
+    assert_eq!(status, 200, "{inside}");
+    assert!(inside["storage-credentials"][0]["prefix"].is_string(), "{inside}");
+    let (status, outside) = vended(&writer, reqwest::Method::POST, "/namespaces/side%1Fns/tables", table).await;
+    assert_eq!(status, 200, "{outside}");
+    assert!(outside.get("storage-credentials").is_none(), "{outside}");
+    assert_eq!(sts.assume_role_for("writer").len(), 1, "only the table inside the prefixes was vended");
+    let log = server.output_once_it_says("outside every prefix");
+    assert!(log.contains("outside every prefix"), "{log}");
+}
