@@ -111,23 +111,15 @@ impl Vendor {
         Ok(Self { mode, prefixes, client_config })
     }
 
-    /// Whether vending is configured at all.
-    pub fn is_on(&self) -> bool {
-        !matches!(self.mode, Mode::Off)
-    }
-
     /// Credentials for the table at `location`; `session` names the caller in STS.
     pub async fn vend(&self, location: &str, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
+        if matches!(self.mode, Mode::Off) {
+            return Err(Refusal::Off);
+        }
         let location = location.trim_end_matches('/');
-        let (bucket, key) = split_s3(location).ok_or_else(|| match self.mode {
-            Mode::Off => Refusal::Off,
-            _ => Refusal::NotS3(location.to_string()),
-        })?;
+        let (bucket, key) = split_s3(location).ok_or_else(|| Refusal::NotS3(location.to_string()))?;
         if !self.prefixes.iter().any(|p| within(location, p)) {
-            return Err(match self.mode {
-                Mode::Off => Refusal::Off,
-                _ => Refusal::OutsidePrefixes(location.to_string()),
-            });
+            return Err(Refusal::OutsidePrefixes(location.to_string()));
         }
         let keys = match &self.mode {
             Mode::Off => return Err(Refusal::Off),
