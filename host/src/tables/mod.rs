@@ -327,14 +327,20 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
     Ok(())
 }
 
-/// Renames a table inside one backend.
-pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
-    // Ask first so a missing destination namespace is reported as such.
+/// Fails with NoSuchNamespace unless `namespace` exists: asked before a rename, so a
+/// missing destination namespace is reported as such.
+async fn require_namespace(mount: &Mount, namespace: &[String]) -> Result<(), Error> {
     mount
         .backend
-        .load_namespace(destination.namespace.clone())
+        .load_namespace(namespace.to_vec())
         .await
-        .map_err(|e| Error::from_backend(e, no_such_namespace(mount, &destination.namespace)))?;
+        .map(|_| ())
+        .map_err(|e| Error::from_backend(e, no_such_namespace(mount, namespace)))
+}
+
+/// Renames a table inside one backend.
+pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
+    require_namespace(mount, &destination.namespace).await?;
     mount
         .backend
         .rename_table(source.clone(), destination.clone())

@@ -8,7 +8,7 @@ use iceberg::spec::{Schema, ViewMetadata, ViewMetadataBuilder, ViewVersion};
 use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
-use super::{dotted, no_such_namespace, Committed};
+use super::{dotted, no_such_namespace, require_namespace, Committed};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
@@ -187,11 +187,7 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
 
 /// Renames a view inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
-    mount
-        .backend
-        .load_namespace(destination.namespace.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_namespace(mount, &destination.namespace)))?;
+    require_namespace(mount, &destination.namespace).await?;
     mount.backend.rename_view(source.clone(), destination.clone()).await.map_err(|e| match e.kind {
         BackendErrorKind::AlreadyExists => {
             Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, destination)))
