@@ -106,12 +106,14 @@ pub async fn plan(
     Ok(axum::Json(Value::Object(body)))
 }
 
+/// What a plan id or plan task this server issued in `space` carries.
+fn signed(state: &AppState, space: &str, token: &str) -> Option<Signed> {
+    state.tokens.verify(space, token).and_then(|payload| serde_json::from_str(&payload).ok())
+}
+
 /// The request behind a plan id this server issued for this table.
 fn verify_plan_id(state: &AppState, raw: &str, name: &str, plan_id: &str) -> Result<Signed, Error> {
-    state
-        .tokens
-        .verify(&space("plan", raw, name), plan_id)
-        .and_then(|payload| serde_json::from_str(&payload).ok())
+    signed(state, &space("plan", raw, name), plan_id)
         .ok_or_else(|| Error::NoSuchPlanId(format!("no plan {plan_id:?} for this table")))
 }
 
@@ -157,12 +159,9 @@ pub async fn fetch_tasks(
 ) -> Result<axum::Json<Value>, Error> {
     let (mount, metadata) = open(&state, caller, &raw, &name, &headers).await?;
     let task_space = space("plan-task", &raw, &name);
-    let signed: Signed = state
-        .tokens
-        .verify(&task_space, &request.plan_task)
-        .and_then(|payload| serde_json::from_str(&payload).ok())
+    let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;
-    let mut body = completed(&state, mount, metadata, &signed, &task_space).await?;
+    let mut body = completed(&state, mount, metadata, &task, &task_space).await?;
     body.remove("status");
     Ok(axum::Json(Value::Object(body)))
 }

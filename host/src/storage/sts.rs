@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use reqsign_aws_v4::{Credential, RequestSigner};
+use reqsign_core::hash::hex_sha256;
 use reqsign_core::{Context, SignRequest};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 /// Temporary credentials STS returned.
 #[derive(Debug, Clone)]
@@ -70,7 +70,7 @@ impl Sts {
             .finish();
         let request = http::Request::post(format!("{}/", self.endpoint))
             .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header("x-amz-content-sha256", hex(&Sha256::digest(body.as_bytes())))
+            .header("x-amz-content-sha256", hex_sha256(body.as_bytes()))
             .body(())
             .map_err(|e| StsError::Sign(e.to_string()))?;
         let (mut parts, ()) = request.into_parts();
@@ -104,10 +104,6 @@ impl Sts {
             expiration: c.expiration,
         })
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[derive(Deserialize)]
