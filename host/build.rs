@@ -15,6 +15,7 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-rest", "rest.wasm"),
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
+    ("rustberg-plugin-flaky", "flaky.wasm"),
 ];
 
 fn main() {

@@ -230,13 +230,9 @@ pub struct VendingConfig {
     pub sts_endpoint: Option<String>,
     /// For `sts`: how long vended credentials live (900 to 43200 seconds).
     pub duration_secs: u64,
-    /// For `static`: the keys handed to writers.
-    pub access_key_id: Option<String>,
-    pub secret_access_key: Option<String>,
-    /// For `static`: the keys handed to callers who may only read; without them a
-    /// reader is vended nothing rather than write keys.
-    pub read_access_key_id: Option<String>,
-    pub read_secret_access_key: Option<String>,
+    /// For `static`: keys the store confines to one prefix each; a table is vended the
+    /// keys configured for its own location (or for less), never wider ones.
+    pub static_keys: Vec<StaticKeysConfig>,
     /// The locations credentials may be vended for; defaults to every warehouse the
     /// server manages (its own and each native mount's).
     pub prefixes: Option<Vec<String>>,
@@ -249,13 +245,24 @@ impl Default for VendingConfig {
             role_arn: None,
             sts_endpoint: None,
             duration_secs: 3600,
-            access_key_id: None,
-            secret_access_key: None,
-            read_access_key_id: None,
-            read_secret_access_key: None,
+            static_keys: Vec::new(),
             prefixes: None,
         }
     }
+}
+
+/// `[[storage.vending.static_keys]]`: keys the object store itself confines to `prefix`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticKeysConfig {
+    /// The location these keys can reach and nothing beyond (a table's location).
+    pub prefix: String,
+    /// Handed to callers who may write the table.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    /// Handed to callers who may only read; without them a reader is vended nothing.
+    pub read_access_key_id: Option<String>,
+    pub read_secret_access_key: Option<String>,
 }
 
 /// `[plugins]`: the limits every backend call runs under.

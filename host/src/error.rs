@@ -37,6 +37,10 @@ pub enum Error {
     CommitFailed(String),
     #[error("{0}")]
     Unprocessable(String),
+    /// A change the backend may or may not have applied (the status says how it
+    /// failed: 500, 502, 503 or 504, as the spec's commit responses list them).
+    #[error("{1}")]
+    CommitStateUnknown(StatusCode, String),
     #[error("{0}")]
     Unsupported(String),
     #[error("{0}")]
@@ -63,6 +67,7 @@ impl Error {
             Error::NamespaceNotEmpty(_) => (StatusCode::CONFLICT, "NamespaceNotEmptyException"),
             Error::CommitFailed(_) => (StatusCode::CONFLICT, "CommitFailedException"),
             Error::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "UnprocessableEntityException"),
+            Error::CommitStateUnknown(status, _) => (*status, "CommitStateUnknownException"),
             // Real clients map only 501 to "unsupported" (the spec text says 406).
             Error::Unsupported(_) => (StatusCode::NOT_IMPLEMENTED, "UnsupportedOperationException"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableException"),
@@ -85,6 +90,25 @@ impl Error {
             K::Internal | K::Trapped | K::TimedOut | K::OutOfMemory => Error::Internal(message),
         }
     }
+}
+
+/// The answer to a change whose backend call failed: its own error when the backend
+/// said the change did not apply (or refused it outright), otherwise
+/// commit-state-unknown, since the change may have applied.
+pub fn change_failed(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
+    use crate::plugins::BackendErrorKind as K;
+    let status = match e.kind {
+        K::NotFound | K::AlreadyExists | K::Conflict | K::BadRequest | K::Unsupported => {
+            return Error::from_backend(e, absent)
+        }
+        K::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+        K::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        K::Internal | K::Trapped | K::OutOfMemory => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    Error::CommitStateUnknown(
+        status,
+        format!("the commit state is unknown: the change may or may not have been applied ({e}); reload and check"),
+    )
 }
 
 impl IntoResponse for Error {

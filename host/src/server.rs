@@ -15,6 +15,7 @@ use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::plugins::{builtin, Backend, Grants, Runtime};
 use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
+use crate::storage::location_index::LocationIndex;
 use crate::storage::vending::Vendor;
 use crate::storage::warehouse::Warehouse;
 
@@ -95,7 +96,6 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let data_dir = config.data_dir();
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3);
     println!("rustberg: data directory {}", data_dir.display());
     // The root catalog and the host's own key space live in one store: a redb file,
     // or a Postgres database that several stateless hosts may share.
@@ -113,6 +113,11 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
             (KvStore::Postgres(store.space(ROOT_SPACE)), KvStore::Postgres(store.space(HOST_SPACE)))
         }
     };
+    // One location index for every warehouse: no two tables share files, whichever
+    // mount holds them.
+    let index = LocationIndex::new(host.clone());
+    let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3, index.clone())
+        .map_err(|e| anyhow::anyhow!("refusing to start: storage.warehouse_location: {e}"))?;
     println!("rustberg: warehouse {}", warehouse.root());
     let tokens = PageTokens::new(server_key(&host, "page-token").await?);
     let auth = Arc::new(authenticator(config, &host).await?);
@@ -133,8 +138,10 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         read_only: false,
     };
 
-    let named = open_mounts(config, &runtime).await?;
+    let mut named = open_mounts(config, &runtime, &index).await?;
     refuse_shadowing(&root, named.keys()).await?;
+    let mut root = root;
+    exclude_nested_warehouses(std::iter::once(&mut root).chain(named.values_mut()));
     let mounts = Mounts::new(root, named);
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts);
@@ -150,6 +157,15 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         idempotency: Arc::new(Idempotency::new(host)),
         vendor,
     })
+}
+
+/// Keeps each warehouse from reaching into the warehouses of other mounts nested in it.
+fn exclude_nested_warehouses<'a>(mounts: impl Iterator<Item = &'a mut Mount>) {
+    let mut warehouses: Vec<&mut Warehouse> = mounts.filter_map(|m| m.warehouse.as_mut()).collect();
+    let roots: Vec<_> = warehouses.iter().map(|w| w.root().clone()).collect();
+    for warehouse in &mut warehouses {
+        warehouse.exclude_nested(roots.iter());
+    }
 }
 
 /// What `/v1/config` promises: what the host implements and every mount supports;

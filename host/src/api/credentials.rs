@@ -13,6 +13,7 @@ use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
+use crate::storage::location::Location;
 use crate::storage::vending::{DataAccess, Refusal, Vended};
 use crate::tables;
 
@@ -38,7 +39,7 @@ pub async fn vend(
     mount: &Mount,
     namespace: &[String],
     name: &str,
-    location: &str,
+    location: &Location,
 ) -> Option<Vended> {
     mount.warehouse.as_ref()?;
     let resource = Resource::table(namespace, name);

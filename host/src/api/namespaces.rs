@@ -18,6 +18,8 @@ use crate::mounts::Mount;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::BackendErrorKind;
+use crate::storage::location_index::{ClaimId, ClaimKind};
+use crate::tables::locations;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
@@ -153,11 +155,38 @@ pub async fn create(
         return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
     }
     mount.check_writable()?;
-    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
-    let stored = mount.backend.create_namespace(local.to_vec(), properties).await.map_err(|e| match e.kind {
-        BackendErrorKind::AlreadyExists => Error::AlreadyExists(format!("namespace {} already exists", ns.join("."))),
-        _ => Error::from_backend(e, absent(parent)),
-    })?;
+    let exists = || Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")));
+    let mut properties: Vec<(String, String)> = req.properties.into_iter().collect();
+    let claim = match &mount.warehouse {
+        Some(warehouse) => {
+            let placement = locations::place_namespace(mount, local, &mut properties).await?;
+            let id = ClaimId::of_namespace(&mount.space, local);
+            match placement.claim(warehouse, ClaimKind::Namespace, id).await {
+                Ok(claim) => Some((warehouse, claim)),
+                // Another namespace's location property, or a table's, took it.
+                Err(e) => {
+                    return Err(match mount.backend.load_namespace(local.to_vec()).await {
+                        Ok(_) => exists(),
+                        Err(found) if found.kind == BackendErrorKind::NotFound => e,
+                        Err(failed) => Error::from_backend(failed, absent(&ns)),
+                    })
+                }
+            }
+        }
+        None => None,
+    };
+    let stored = match mount.backend.create_namespace(local.to_vec(), properties).await {
+        Ok(stored) => stored,
+        Err(e) => {
+            if let Some((warehouse, claim)) = claim.filter(|_| e.kind.did_not_apply()) {
+                locations::abandon(warehouse, None, &claim).await;
+            }
+            return Err(match e.kind {
+                BackendErrorKind::AlreadyExists => exists(),
+                _ => Error::from_backend(e, absent(parent)),
+            });
+        }
+    };
     if mount.name.is_none() && parent.is_empty() {
         // The backend created it, so it is new: its owner is the creator's tenant.
         state.authz.set_owner(&ns[0], &tenant).await?;
@@ -198,6 +227,10 @@ pub async fn drop(
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "be dropped")?;
     mount.check_writable()?;
+    let location = match &mount.warehouse {
+        Some(_) => locations::chain(mount, local).await.ok().map(|chain| chain.own().clone()),
+        None => None,
+    };
     match mount.backend.drop_namespace(local.to_vec()).await {
         Ok(()) => {}
         Err(e) if e.kind == BackendErrorKind::Conflict => {
@@ -205,12 +238,39 @@ pub async fn drop(
         }
         Err(e) => return Err(Error::from_backend(e, absent(&ns))),
     }
+    if let (Some(warehouse), Some(location)) = (&mount.warehouse, &location) {
+        locations::release_all(warehouse, location).await;
+    }
     // Nothing created later under this name may inherit its grants or its owner.
     state.authz.revoke_within(&resource).await?;
     if mount.name.is_none() && ns.len() == 1 {
         state.authz.forget_owner(&ns[0]).await?;
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A namespace's location is set when it is created: its tables and views were
+/// placed and claimed under it, so changing it later is refused.
+async fn refuse_location_change(
+    mount: &Mount,
+    local: &[String],
+    updates: &std::collections::HashMap<String, String>,
+    removals: &[String],
+    ns: &[String],
+) -> Result<(), Error> {
+    let key = locations::LOCATION_PROPERTY;
+    if !updates.contains_key(key) && !removals.iter().any(|k| k == key) {
+        return Ok(());
+    }
+    let current = mount.backend.load_namespace(local.to_vec()).await.map_err(|e| Error::from_backend(e, absent(ns)))?;
+    let current = current.into_iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    if updates.get(key).is_some_and(|new| Some(new) == current.as_ref()) && !removals.iter().any(|k| k == key) {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!(
+        "the location of namespace {} is set when it is created and cannot change",
+        ns.join(".")
+    )))
 }
 
 pub async fn update_properties(
@@ -231,6 +291,7 @@ pub async fn update_properties(
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "have its properties changed")?;
     mount.check_writable()?;
+    refuse_location_change(mount, local, &req.updates, &req.removals, &ns).await?;
     let updates: Vec<(String, String)> = req.updates.into_iter().collect();
     let result = mount
         .backend

@@ -16,6 +16,7 @@ use crate::authz::Privilege;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::scan::{self, PlanRequest, TASKS_PER_RESPONSE};
+use crate::storage::location::Location;
 use crate::tables;
 
 const PLAN: &str = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan";
@@ -34,6 +35,13 @@ fn space(kind: &str, raw: &str, name: &str) -> String {
     format!("{kind}:{raw}\u{1f}{name}")
 }
 
+/// A table opened for planning: its mount, metadata and checked location.
+struct Opened<'s> {
+    mount: &'s Mount,
+    metadata: TableMetadata,
+    location: Location,
+}
+
 /// Resolves a table the caller may read under a mount that can plan, with its metadata.
 async fn open<'s>(
     state: &'s AppState,
@@ -41,23 +49,23 @@ async fn open<'s>(
     raw: &str,
     name: &str,
     headers: &HeaderMap,
-) -> Result<(&'s Mount, TableMetadata), Error> {
+) -> Result<Opened<'s>, Error> {
     let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
     mount.require_endpoint(PLAN, "scan planning (its manifests are not in storage this server manages)")?;
     let pointer = tables::load(mount, &ident, credentials::delegation(headers)).await?;
+    let location = tables::location(mount, &pointer).await?;
     let metadata = tables::current_metadata(mount, &pointer).await?;
-    Ok((mount, metadata))
+    Ok(Opened { mount, metadata, location })
 }
 
 /// A completed plan's body from `offset` on, with plan tasks for whatever does not fit.
 async fn completed(
     state: &AppState,
-    mount: &Mount,
-    metadata: TableMetadata,
+    table: Opened<'_>,
     signed: &Signed,
     task_space: &str,
 ) -> Result<serde_json::Map<String, Value>, Error> {
-    let plan = scan::plan(mount.warehouse()?, metadata, &signed.request).await?;
+    let plan = scan::plan(table.mount.warehouse()?, &table.location, table.metadata, &signed.request).await?;
     let (tasks, delete_files) = plan.slice(signed.offset, TASKS_PER_RESPONSE);
     let mut body = serde_json::Map::new();
     body.insert("status".into(), json!("completed"));
@@ -85,15 +93,15 @@ pub async fn plan(
     headers: HeaderMap,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let (mount, metadata) = open(&state, caller.clone(), &raw, &name, &headers).await?;
+    let table = open(&state, caller.clone(), &raw, &name, &headers).await?;
     // The plan id must name this plan even after the table moves on (an incremental
     // range names its end already).
     if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
-        request.snapshot_id = metadata.current_snapshot().map(|s| s.snapshot_id());
+        request.snapshot_id = table.metadata.current_snapshot().map(|s| s.snapshot_id());
     }
-    let location = metadata.location().to_string();
+    let (mount, location) = (table.mount, table.location.clone());
     let signed = Signed { request, offset: 0 };
-    let mut body = completed(&state, mount, metadata, &signed, &space("plan-task", &raw, &name)).await?;
+    let mut body = completed(&state, table, &signed, &space("plan-task", &raw, &name)).await?;
     let plan_id =
         state.tokens.issue(&space("plan", &raw, &name), &serde_json::to_string(&signed).expect("serializable"));
     body.insert("plan-id".into(), json!(plan_id));
@@ -125,9 +133,9 @@ pub async fn fetch_result(
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Result<axum::Json<Value>, Error> {
-    let (mount, metadata) = open(&state, caller, &raw, &name, &headers).await?;
+    let table = open(&state, caller, &raw, &name, &headers).await?;
     let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
-    let body = completed(&state, mount, metadata, &signed, &space("plan-task", &raw, &name)).await?;
+    let body = completed(&state, table, &signed, &space("plan-task", &raw, &name)).await?;
     Ok(axum::Json(Value::Object(body)))
 }
 
@@ -157,11 +165,11 @@ pub async fn fetch_tasks(
     headers: HeaderMap,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let (mount, metadata) = open(&state, caller, &raw, &name, &headers).await?;
+    let table = open(&state, caller, &raw, &name, &headers).await?;
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;
-    let mut body = completed(&state, mount, metadata, &task, &task_space).await?;
+    let mut body = completed(&state, table, &task, &task_space).await?;
     body.remove("status");
     Ok(axum::Json(Value::Object(body)))
 }

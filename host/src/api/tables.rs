@@ -42,25 +42,22 @@ pub async fn create(
     let (mount, local) = members::resolve_namespace(&state, caller.clone(), &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
-    let metadata = tables::build_new(
-        mount,
-        &ident,
-        NewTable {
-            name: req.name,
-            location: req.location,
-            schema: req.schema,
-            partition_spec: req.partition_spec,
-            write_order: req.write_order,
-            properties: req.properties,
-        },
-    )?;
+    let new = NewTable {
+        name: req.name,
+        location: req.location,
+        schema: req.schema,
+        partition_spec: req.partition_spec,
+        write_order: req.write_order,
+        properties: req.properties,
+    };
+    let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
     // A writer creating a table gets credentials to write its first files.
     let wants_vended = credentials::wants_vended(credentials::delegation(&headers).as_deref());
     let vend = || async {
         if !wants_vended {
             return None;
         }
-        credentials::vend(&state, &caller, mount, &ns, &ident.name, metadata.location()).await
+        credentials::vend(&state, &caller, mount, &ns, &ident.name, &placement.location).await
     };
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
@@ -74,12 +71,7 @@ pub async fn create(
         }
         .into_response());
     }
-    let committed = tables::create(mount, &ident, &metadata).await.map_err(|e| match e {
-        Error::AlreadyExists(_) => {
-            Error::AlreadyExists(format!("table {}.{} already exists", ns.join("."), ident.name))
-        }
-        e => e,
-    })?;
+    let committed = tables::create(mount, &ident, &metadata, &placement).await?;
     let (config, storage_credentials) = with_vended(&[], vend().await);
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -189,13 +181,7 @@ pub async fn register(
     let ns = parse_namespace(&raw)?;
     let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
-    let committed =
-        tables::register(mount, &ident, &req.metadata_location, req.overwrite).await.map_err(|e| match e {
-            Error::AlreadyExists(_) => {
-                Error::AlreadyExists(format!("table {}.{} already exists", ns.join("."), ident.name))
-            }
-            e => e,
-        })?;
+    let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,

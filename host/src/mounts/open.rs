@@ -12,6 +12,7 @@ use super::Mount;
 use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig};
 use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, HttpGrant, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
+use crate::storage::location_index::LocationIndex;
 use crate::storage::warehouse::Warehouse;
 
 /// The key space a native catalog uses inside its redb file or database.
@@ -82,7 +83,13 @@ fn remote_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, 
     Ok((grant, settings))
 }
 
-async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Runtime) -> anyhow::Result<Mount> {
+async fn open_one(
+    name: &str,
+    mount: &MountConfig,
+    config: &Config,
+    runtime: &Runtime,
+    index: &LocationIndex,
+) -> anyhow::Result<Mount> {
     check_name(name)?;
     if mount.owner.is_empty() {
         bail!("owner must name a tenant");
@@ -112,7 +119,10 @@ async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Ru
             None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
         };
         let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
-        Some(Warehouse::open(&root, &config.storage.s3))
+        Some(
+            Warehouse::open(&root, &config.storage.s3, index.clone())
+                .map_err(|e| anyhow!("warehouse_location: {e}"))?,
+        )
     };
     Ok(Mount {
         name: Some(name.to_string()),
@@ -125,10 +135,14 @@ async fn open_one(name: &str, mount: &MountConfig, config: &Config, runtime: &Ru
 }
 
 /// Opens every `[mount.<name>]`, or says which one cannot be opened and why.
-pub async fn open_mounts(config: &Config, runtime: &Runtime) -> anyhow::Result<BTreeMap<String, Mount>> {
+pub async fn open_mounts(
+    config: &Config,
+    runtime: &Runtime,
+    index: &LocationIndex,
+) -> anyhow::Result<BTreeMap<String, Mount>> {
     let mut mounts = BTreeMap::new();
     for (name, mount) in &config.mounts {
-        let opened = open_one(name, mount, config, runtime)
+        let opened = open_one(name, mount, config, runtime, index)
             .await
             .map_err(|e| anyhow!("refusing to start: mount `{name}` cannot be opened: {e:#}"))?;
         println!("rustberg: mount `{name}` → {} backend, owner {}", mount.backend, mount.owner);

@@ -40,6 +40,15 @@ pub enum BackendErrorKind {
     OutOfMemory,
 }
 
+impl BackendErrorKind {
+    /// Whether a failed change certainly did not apply: the backend said why it
+    /// refused. After any other failure (a trap, a timeout, an unreachable store)
+    /// the change may have applied, and what the host wrote for it must stay.
+    pub fn did_not_apply(self) -> bool {
+        matches!(self, BackendErrorKind::NotFound | BackendErrorKind::AlreadyExists | BackendErrorKind::Conflict)
+    }
+}
+
 /// A failed backend call, naming the mount it came from.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{label}: {message}")]

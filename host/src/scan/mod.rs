@@ -23,6 +23,8 @@ use serde_json::{json, Value};
 
 use self::content_file::ContentFile;
 use crate::error::Error;
+use crate::storage::location::Location;
+use crate::storage::scoped;
 use crate::storage::warehouse::Warehouse;
 
 /// At most this many file scan tasks go in one response; the rest are plan tasks.
@@ -103,7 +105,14 @@ impl Plan {
 }
 
 /// Plans a scan of the table described by `metadata`, whose files `warehouse` reaches.
-pub async fn plan(warehouse: &Warehouse, metadata: TableMetadata, req: &PlanRequest) -> Result<Plan, Error> {
+/// Only files under the table's `location` are read: a snapshot naming a manifest
+/// list, manifest, data or delete file elsewhere is refused (400).
+pub async fn plan(
+    warehouse: &Warehouse,
+    location: &Location,
+    metadata: TableMetadata,
+    req: &PlanRequest,
+) -> Result<Plan, Error> {
     let scope = Scope::of(&metadata, req)?;
     let schema = match scope.snapshots.last() {
         Some(snapshot) => {
@@ -120,7 +129,10 @@ pub async fn plan(warehouse: &Warehouse, metadata: TableMetadata, req: &PlanRequ
         return Ok(Plan { tasks: Vec::new(), delete_files: Vec::new() });
     }
 
-    let io = warehouse.io().clone();
+    for snapshot in &scope.snapshots {
+        outside_check(location, snapshot.manifest_list())?;
+    }
+    let io = warehouse.scoped_io(location);
     let table = Table::builder()
         .metadata(metadata.clone())
         .identifier(TableIdent::from_strs(["scan", "table"]).expect("a valid identifier"))
@@ -159,6 +171,12 @@ pub async fn plan(warehouse: &Warehouse, metadata: TableMetadata, req: &PlanRequ
         planned.extend(tasks);
     }
 
+    for t in &planned {
+        outside_check(location, &t.data_file_path)?;
+        for d in &t.deletes {
+            outside_check(location, &d.file_path)?;
+        }
+    }
     let mut delete_index: HashMap<&str, usize> = HashMap::new();
     let mut delete_files = Vec::new();
     let mut tasks = Vec::with_capacity(planned.len());
@@ -239,7 +257,20 @@ impl Scope {
 }
 
 fn unreadable(e: iceberg::Error) -> Error {
+    if scoped::is_refusal(&e) {
+        return Error::BadRequest(format!("the table's metadata names a file outside the table's location: {e}"));
+    }
     Error::Internal(format!("planning the scan: {e}"))
+}
+
+/// Refuses a file a snapshot names outside the table's location.
+fn outside_check(location: &Location, path: &str) -> Result<(), Error> {
+    if location.contains_path(path) {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!(
+        "the table's metadata names {path}, which is outside the table's location {location}: not planned"
+    )))
 }
 
 fn missing(path: &str) -> Error {

@@ -4,6 +4,9 @@
 pub mod kv;
 mod kv_postgres;
 mod kv_redb;
+pub mod location;
+pub mod location_index;
+pub mod scoped;
 mod sts;
 pub mod vending;
 pub mod warehouse;

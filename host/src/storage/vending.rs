@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::location::{Location, Scheme};
 use super::sts::Sts;
 use crate::config::{Config, VendingMode};
 
@@ -43,8 +44,10 @@ pub enum Refusal {
     NotS3(String),
     #[error("{0} is outside every prefix credentials may be vended for")]
     OutsidePrefixes(String),
-    #[error("no read-only keys are configured for static vending; a reader gets none")]
-    NoReaderKeys,
+    #[error("no read-only keys are configured for static vending of {0}; a reader gets none")]
+    NoReaderKeys(String),
+    #[error("no static keys are configured for exactly {0} ([[storage.vending.static_keys]] prefix); keys for a wider prefix are never handed out")]
+    Unscoped(String),
     #[error("{0}")]
     Sts(#[from] super::sts::StsError),
 }
@@ -52,13 +55,20 @@ pub enum Refusal {
 enum Mode {
     Off,
     Sts { sts: Sts, role_arn: String, duration: Duration },
-    Static { write: Option<(String, String)>, read: Option<(String, String)> },
+    Static(Vec<StaticKeys>),
+}
+
+/// Static keys the store confines to `prefix`.
+struct StaticKeys {
+    prefix: Location,
+    write: Option<(String, String)>,
+    read: Option<(String, String)>,
 }
 
 /// Vends credentials under the server's one policy, for every warehouse it manages.
 pub struct Vendor {
     mode: Mode,
-    prefixes: Vec<String>,
+    prefixes: Vec<Location>,
     /// How a client reaches the store (endpoint, region, addressing).
     client_config: Vec<(String, String)>,
 }
@@ -66,7 +76,7 @@ pub struct Vendor {
 impl Vendor {
     /// Builds the vendor; `warehouses` are the roots the server manages, the default
     /// prefixes. A configuration that cannot work is refused at start-up.
-    pub fn new<'a>(config: &Config, warehouses: impl Iterator<Item = &'a str>) -> Result<Self, String> {
+    pub fn new<'a>(config: &Config, warehouses: impl Iterator<Item = &'a Location>) -> Result<Self, String> {
         let s3 = &config.storage.s3;
         let v = &config.storage.vending;
         let mode = match v.mode {
@@ -87,18 +97,37 @@ impl Vendor {
                 Mode::Sts { sts, role_arn, duration: Duration::from_secs(v.duration_secs) }
             }
             VendingMode::Static => {
-                let pair = |id: &Option<String>, secret: &Option<String>| id.clone().zip(secret.clone());
-                let write = pair(&v.access_key_id, &v.secret_access_key);
-                let read = pair(&v.read_access_key_id, &v.read_secret_access_key);
-                if write.is_none() && read.is_none() {
-                    return Err("mode = \"static\" needs access_key_id and secret_access_key".into());
+                if v.static_keys.is_empty() {
+                    return Err(
+                        "mode = \"static\" needs [[storage.vending.static_keys]] entries, each with the prefix \
+                                the store confines its keys to"
+                            .into(),
+                    );
                 }
-                Mode::Static { write, read }
+                let pair = |id: &Option<String>, secret: &Option<String>| id.clone().zip(secret.clone());
+                let keys = v
+                    .static_keys
+                    .iter()
+                    .map(|k| {
+                        let prefix = Location::parse(&k.prefix)
+                            .map_err(|e| format!("storage.vending.static_keys prefix {:?}: {e}", k.prefix))?;
+                        let write = pair(&k.access_key_id, &k.secret_access_key);
+                        let read = pair(&k.read_access_key_id, &k.read_secret_access_key);
+                        if write.is_none() && read.is_none() {
+                            return Err(format!("storage.vending.static_keys for {prefix} holds no key pair"));
+                        }
+                        Ok(StaticKeys { prefix, write, read })
+                    })
+                    .collect::<Result<_, String>>()?;
+                Mode::Static(keys)
             }
         };
         let prefixes = match &v.prefixes {
-            Some(prefixes) => prefixes.iter().map(|p| p.trim_end_matches('/').to_string()).collect(),
-            None => warehouses.map(str::to_string).collect(),
+            Some(prefixes) => prefixes
+                .iter()
+                .map(|p| Location::parse(p).map_err(|e| format!("storage.vending.prefixes {p:?}: {e}")))
+                .collect::<Result<_, String>>()?,
+            None => warehouses.cloned().collect(),
         };
         let mut client_config =
             vec![("s3.region".to_string(), s3.region.clone()), ("client.region".into(), s3.region.clone())];
@@ -112,27 +141,33 @@ impl Vendor {
     }
 
     /// Credentials for the table at `location`; `session` names the caller in STS.
-    pub async fn vend(&self, location: &str, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
+    pub async fn vend(&self, location: &Location, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
         if matches!(self.mode, Mode::Off) {
             return Err(Refusal::Off);
         }
-        let location = location.trim_end_matches('/');
-        let (bucket, key) = split_s3(location).ok_or_else(|| Refusal::NotS3(location.to_string()))?;
-        if !self.prefixes.iter().any(|p| within(location, p)) {
+        if location.scheme() != Scheme::S3 {
+            return Err(Refusal::NotS3(location.to_string()));
+        }
+        if !self.prefixes.iter().any(|p| location.is_within(p)) {
             return Err(Refusal::OutsidePrefixes(location.to_string()));
         }
         let keys = match &self.mode {
             Mode::Off => return Err(Refusal::Off),
-            Mode::Static { write, read } => {
+            Mode::Static(keys) => {
+                // Keys the store confines to this table's prefix (or to less) only.
+                let scoped = keys
+                    .iter()
+                    .find(|k| k.prefix.is_within(location))
+                    .ok_or_else(|| Refusal::Unscoped(location.to_string()))?;
                 let (id, secret) = match access {
-                    DataAccess::ReadWrite => write.clone().or_else(|| read.clone()),
-                    DataAccess::Read => read.clone(),
+                    DataAccess::ReadWrite => scoped.write.clone().or_else(|| scoped.read.clone()),
+                    DataAccess::Read => scoped.read.clone(),
                 }
-                .ok_or(Refusal::NoReaderKeys)?;
+                .ok_or_else(|| Refusal::NoReaderKeys(location.to_string()))?;
                 vec![("s3.access-key-id".to_string(), id), ("s3.secret-access-key".to_string(), secret)]
             }
             Mode::Sts { sts, role_arn, duration } => {
-                let policy = session_policy(bucket, key, access).to_string();
+                let policy = session_policy(location, access).to_string();
                 let c = sts.assume_role(role_arn, &session_name(session), &policy, *duration).await?;
                 let mut keys = vec![
                     ("s3.access-key-id".to_string(), c.access_key_id),
@@ -151,18 +186,6 @@ impl Vendor {
     }
 }
 
-/// `s3://bucket/key/prefix` as (bucket, key prefix).
-fn split_s3(location: &str) -> Option<(&str, &str)> {
-    let rest = location.strip_prefix("s3://")?;
-    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-    (!bucket.is_empty() && !key.split('/').any(|p| p == "..")).then_some((bucket, key))
-}
-
-/// Whether `location` is `prefix` or lies beneath it.
-fn within(location: &str, prefix: &str) -> bool {
-    location.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
 /// STS allows 2–64 characters of `[\w+=,.@-]` in a session name.
 fn session_name(caller: &str) -> String {
     let clean: String = caller
@@ -174,9 +197,10 @@ fn session_name(caller: &str) -> String {
 }
 
 /// The inline session policy: objects under the table's location only, and listing
-/// of that prefix only; writes only for a writer.
-pub fn session_policy(bucket: &str, key: &str, access: DataAccess) -> serde_json::Value {
-    let key = key.trim_end_matches('/');
+/// of that prefix only; writes only for a writer. Built from a validated location,
+/// which holds no wildcard, so the policy names exactly one prefix.
+pub fn session_policy(location: &Location, access: DataAccess) -> serde_json::Value {
+    let (bucket, key) = (location.bucket(), location.key());
     let objects = format!("arn:aws:s3:::{bucket}/{key}/*");
     let mut object_actions = vec!["s3:GetObject", "s3:GetObjectVersion"];
     if access == DataAccess::ReadWrite {
@@ -195,7 +219,7 @@ pub fn session_policy(bucket: &str, key: &str, access: DataAccess) -> serde_json
                 "Effect": "Allow",
                 "Action": ["s3:ListBucket"],
                 "Resource": [format!("arn:aws:s3:::{bucket}")],
-                "Condition": { "StringLike": { "s3:prefix": [key, format!("{key}/*")] } }
+                "Condition": { "StringLike": { "s3:prefix": [key.clone(), format!("{key}/*")] } }
             },
             { "Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": [format!("arn:aws:s3:::{bucket}")] }
         ]
@@ -208,19 +232,11 @@ mod tests {
 
     #[test]
     fn a_reader_policy_allows_no_writes() {
-        let policy = session_policy("b", "wh/db/t", DataAccess::Read).to_string();
+        let table = Location::parse("s3://b/wh/db/t").unwrap();
+        let policy = session_policy(&table, DataAccess::Read).to_string();
         assert!(policy.contains("s3:GetObject") && policy.contains("arn:aws:s3:::b/wh/db/t/*"));
         assert!(!policy.contains("PutObject") && !policy.contains("DeleteObject"));
-        let writer = session_policy("b", "wh/db/t", DataAccess::ReadWrite).to_string();
+        let writer = session_policy(&table, DataAccess::ReadWrite).to_string();
         assert!(writer.contains("s3:PutObject") && writer.contains("s3:DeleteObject"));
-    }
-
-    #[test]
-    fn prefixes_match_whole_segments() {
-        assert!(within("s3://b/wh/t", "s3://b/wh"));
-        assert!(!within("s3://b/wh2/t", "s3://b/wh"));
-        assert_eq!(split_s3("s3://b/wh/t"), Some(("b", "wh/t")));
-        assert_eq!(split_s3("s3://b/wh/../x"), None);
-        assert_eq!(split_s3("file:///x"), None);
     }
 }

@@ -2,6 +2,8 @@
 //! applying requirements and updates with the `iceberg` crate's spec types,
 //! writing metadata files, and the compare-and-swap of the pointer.
 
+pub mod locations;
+mod purge;
 mod staged;
 pub mod views;
 
@@ -11,10 +13,13 @@ use std::str::FromStr;
 use iceberg::spec::{FormatVersion, Schema, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec};
 use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 
-use crate::error::Error;
+use self::locations::{NewClaim, Placement};
+use crate::error::{change_failed, Error};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer, TableCommit};
 use crate::plugins::BackendErrorKind;
+use crate::storage::location::Location;
+use crate::storage::location_index::{ClaimId, ClaimKind};
 
 /// How often a commit that lost the compare-and-swap is re-applied to the new
 /// current metadata (its requirements are checked again each time).
@@ -61,67 +66,93 @@ fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVers
     }
 }
 
-/// Checks a client-supplied location against the mount's warehouse, or picks one.
-pub(crate) fn table_location(mount: &Mount, ident: &Ident, requested: Option<String>) -> Result<String, Error> {
-    match requested {
-        Some(location) if !mount.warehouse()?.contains(&location) => Err(Error::BadRequest(format!(
-            "location {location} is outside the warehouse {} of {}",
-            mount.warehouse()?.root(),
-            mount.label()
-        ))),
-        Some(location) => Ok(location.trim_end_matches('/').to_string()),
-        None => Ok(mount.warehouse()?.default_location(&ident.namespace, &ident.name)),
-    }
-}
-
-/// Builds the metadata of a new table (not yet written anywhere).
-pub fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<TableMetadata, Error> {
+/// Builds the metadata of a new table (not yet written anywhere) at its checked
+/// location, which the create then claims.
+pub async fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<(TableMetadata, Placement), Error> {
     let mut properties = new.properties;
+    let placement = locations::place(mount, ident, new.location.as_deref()).await?;
     let creation = TableCreation {
         name: new.name,
-        location: Some(table_location(mount, ident, new.location)?),
+        location: Some(placement.location.to_string()),
         format_version: format_version(&mut properties)?,
         schema: new.schema,
         partition_spec: new.partition_spec,
         sort_order: new.write_order,
         properties,
     };
-    Ok(TableMetadataBuilder::from_table_creation(creation)?.build()?.metadata)
+    Ok((TableMetadataBuilder::from_table_creation(creation)?.build()?.metadata, placement))
 }
 
-/// Writes a metadata file and returns its location and JSON.
+/// The checked location of a table's metadata (every file of the table lies under it).
+fn table_location(mount: &Mount, metadata: &TableMetadata) -> Result<Location, Error> {
+    mount
+        .warehouse()?
+        .locate(metadata.location())
+        .map_err(locations::bad_location("the table location", metadata.location()))
+}
+
+/// Writes a metadata file under the table's location and returns its location and JSON.
 async fn write_metadata(
     mount: &Mount,
     location: MetadataLocation,
     metadata: &TableMetadata,
 ) -> Result<Committed, Error> {
+    let io = mount.warehouse()?.scoped_io(&table_location(mount, metadata)?);
     metadata
-        .write_to(mount.warehouse()?.io(), &location)
+        .write_to(&io, &location)
         .await
         .map_err(|e| Error::Internal(format!("writing table metadata to {location}: {e}")))?;
     let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
     Ok(Committed { metadata_location: location.to_string(), metadata_json })
 }
 
-/// Writes the first metadata file of `metadata` and records the table. If the
-/// backend refuses, the file is removed again: nothing is left half-written.
-pub async fn create(mount: &Mount, ident: &Ident, metadata: &TableMetadata) -> Result<Committed, Error> {
-    let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
-    let committed = write_metadata(mount, location, metadata).await?;
-    let pointer = Pointer {
+fn pointer_of(committed: &Committed) -> Pointer {
+    Pointer {
         metadata_location: committed.metadata_location.clone(),
         metadata_json: committed.metadata_json.clone(),
         config: vec![],
         storage_credentials: String::new(),
+    }
+}
+
+/// Claims the table's location, writes the first metadata file of `metadata` and
+/// records the table. If the backend says it did not record it, the file and the
+/// claim are removed again; if the outcome is unknown, both stay.
+pub async fn create(
+    mount: &Mount,
+    ident: &Ident,
+    metadata: &TableMetadata,
+    placement: &Placement,
+) -> Result<Committed, Error> {
+    let warehouse = mount.warehouse()?;
+    let claim = placement.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
+    let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
+    let committed = match write_metadata(mount, location, metadata).await {
+        Ok(committed) => committed,
+        Err(e) => {
+            locations::abandon(warehouse, None, &claim).await;
+            return Err(e);
+        }
     };
-    if let Err(e) = mount.backend.create_table(ident.clone(), pointer).await {
-        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
-        return Err(Error::from_backend(e, no_such_namespace(mount, &ident.namespace)));
+    if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
+        }
+        return Err(created_failed(mount, ident, e));
     }
     Ok(committed)
 }
 
-/// Loads a table's pointer.
+/// The answer to a create or register the backend refused or may have applied.
+fn created_failed(mount: &Mount, ident: &Ident, e: crate::plugins::BackendError) -> Error {
+    match e.kind {
+        BackendErrorKind::AlreadyExists => {
+            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+        }
+        _ => change_failed(e, no_such_namespace(mount, &ident.namespace)),
+    }
+}
+
 /// Loads a table's pointer, passing on the client's access-delegation request.
 pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Pointer, Error> {
     mount
@@ -134,7 +165,8 @@ pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> R
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
 pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
     if pointer.metadata_json.is_empty() {
-        return TableMetadata::read_from(mount.warehouse()?.io(), &pointer.metadata_location)
+        let warehouse = mount.warehouse()?;
+        return TableMetadata::read_from(warehouse.io(), &pointer.metadata_location)
             .await
             .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
     }
@@ -142,24 +174,27 @@ pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableM
         .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
 }
 
-/// Where a table's files live, without parsing the whole metadata when the backend
-/// returned it.
-pub async fn location(mount: &Mount, pointer: &Pointer) -> Result<String, Error> {
+/// Where a table's files live, checked, without parsing the whole metadata when the
+/// backend returned it.
+pub async fn location(mount: &Mount, pointer: &Pointer) -> Result<Location, Error> {
     #[derive(serde::Deserialize)]
     struct Located {
         location: String,
     }
-    if pointer.metadata_json.is_empty() {
-        return Ok(current_metadata(mount, pointer).await?.location().to_string());
-    }
-    serde_json::from_str::<Located>(&pointer.metadata_json)
-        .map(|l| l.location)
-        .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
+    let raw = if pointer.metadata_json.is_empty() {
+        current_metadata(mount, pointer).await?.location().to_string()
+    } else {
+        serde_json::from_str::<Located>(&pointer.metadata_json).map(|l| l.location).map_err(|e| {
+            Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location))
+        })?
+    };
+    mount.warehouse()?.locate(&raw).map_err(locations::bad_location("the table location", &raw))
 }
 
 /// Applies a commit: checks every requirement against the current metadata,
 /// applies the updates, writes a new metadata file and swaps the pointer. A lost
 /// swap is retried against the new current metadata; a failed requirement is 409.
+/// The new file is deleted only when the backend said the swap did not apply.
 pub async fn commit(
     mount: &Mount,
     ident: &Ident,
@@ -169,31 +204,51 @@ pub async fn commit(
     if requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
         return staged::create_from_updates(mount, ident, requirements, updates).await;
     }
+    let warehouse = mount.warehouse()?;
     for _ in 0..COMMIT_ATTEMPTS {
-        let (expected, new) = prepare(mount, ident, requirements, updates).await?;
-        let committed =
-            Committed { metadata_location: new.metadata_location.clone(), metadata_json: new.metadata_json.clone() };
-        match mount.backend.commit_table(ident.clone(), expected, new).await {
+        let prepared = prepare(mount, ident, requirements, updates).await?;
+        let committed = Committed {
+            metadata_location: prepared.new.metadata_location.clone(),
+            metadata_json: prepared.new.metadata_json.clone(),
+        };
+        match mount.backend.commit_table(ident.clone(), prepared.expected.clone(), prepared.new.clone()).await {
             Ok(()) => return Ok(committed),
-            Err(e) => {
-                mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
+            Err(e) if e.kind.did_not_apply() => {
+                prepared.undo(warehouse).await;
                 if e.kind != BackendErrorKind::Conflict {
                     return Err(Error::from_backend(e, no_such_table(mount, ident)));
                 }
             }
+            Err(e) => return Err(change_failed(e, no_such_table(mount, ident))),
         }
     }
     Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(mount, ident))))
 }
 
+/// A change written and ready to swap in: what the swap expects, the new state,
+/// and a location newly claimed for it (a `set-location`).
+struct Prepared {
+    expected: String,
+    new: Pointer,
+    claim: Option<NewClaim>,
+}
+
+impl Prepared {
+    /// Removes what was written for a change that did not apply.
+    async fn undo(&self, warehouse: &crate::storage::warehouse::Warehouse) {
+        locations::abandon(warehouse, Some(&self.new.metadata_location), &self.claim).await;
+    }
+}
+
 /// Checks the requirements against a table's current metadata, applies the updates
-/// and writes the new metadata file: the location the swap expects, and the new state.
+/// and writes the new metadata file. A new location (`set-location`) is checked and
+/// claimed first.
 async fn prepare(
     mount: &Mount,
     ident: &Ident,
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
-) -> Result<(String, Pointer), Error> {
+) -> Result<Prepared, Error> {
     let pointer = load(mount, ident, None).await?;
     let current = current_metadata(mount, &pointer).await?;
     for requirement in requirements {
@@ -201,24 +256,45 @@ async fn prepare(
             Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
         })?;
     }
+    let current_location = current.location().to_string();
     let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
     let mut builder = TableMetadataBuilder::new_from_metadata(current, Some(pointer.metadata_location.clone()));
     for update in updates {
-        builder = update.clone().apply(builder)?;
+        builder = match update {
+            // Stored normalized, like every location.
+            TableUpdate::SetLocation { location } => {
+                let checked =
+                    mount.warehouse()?.locate(location).map_err(locations::bad_location("the location", location))?;
+                TableUpdate::SetLocation { location: checked.to_string() }.apply(builder)?
+            }
+            update => update.clone().apply(builder)?,
+        };
     }
     let metadata = builder.build()?.metadata;
+    let claim =
+        locations::claim_move(mount, &ident.namespace, &current_location, metadata.location(), ClaimKind::Table)
+            .await?;
     let location = match previous {
-        Some(previous) => previous.with_next_version().with_new_metadata(&metadata),
-        None => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
+        // A moved table writes its next metadata file under its new location.
+        Some(previous) if metadata.location() == current_location => {
+            previous.with_next_version().with_new_metadata(&metadata)
+        }
+        _ => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
     };
-    let committed = write_metadata(mount, location, &metadata).await?;
+    let committed = match write_metadata(mount, location, &metadata).await {
+        Ok(committed) => committed,
+        Err(e) => {
+            locations::abandon(mount.warehouse()?, None, &claim).await;
+            return Err(e);
+        }
+    };
     let new = Pointer {
         metadata_location: committed.metadata_location,
         metadata_json: committed.metadata_json,
         config: pointer.config,
         storage_credentials: String::new(),
     };
-    Ok((pointer.metadata_location, new))
+    Ok(Prepared { expected: pointer.metadata_location, new, claim })
 }
 
 /// One table's part of a multi-table commit.
@@ -230,10 +306,11 @@ pub struct TableChange {
 
 /// Commits changes to several tables of one backend atomically: every requirement is
 /// checked and every new metadata file written first, then one conditional commit
-/// swaps every pointer, or none. Anything failing answers 409 and leaves no file behind.
+/// swaps every pointer, or none. A refusal answers 409 and leaves no file behind; an
+/// unknown outcome keeps the files.
 pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
-    let mut commits = Vec::with_capacity(changes.len());
-    let mut written = Vec::with_capacity(changes.len());
+    let warehouse = mount.warehouse()?;
+    let mut prepared = Vec::with_capacity(changes.len());
     let mut outcome = Ok(());
     for change in changes {
         if change.requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
@@ -241,10 +318,7 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
             break;
         }
         match prepare(mount, &change.ident, &change.requirements, &change.updates).await {
-            Ok((expected, new)) => {
-                written.push(new.metadata_location.clone());
-                commits.push(TableCommit { ident: change.ident.clone(), expected_metadata_location: expected, new });
-            }
+            Ok(p) => prepared.push((change.ident.clone(), p)),
             Err(e) => {
                 outcome = Err(e);
                 break;
@@ -252,77 +326,134 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
         }
     }
     if outcome.is_ok() {
-        outcome = mount.backend.commit_transaction(commits).await.map_err(|e| match e.kind {
-            BackendErrorKind::Conflict => Error::CommitFailed(format!(
-                "a table in the transaction was changed by a concurrent commit; nothing was applied ({})",
-                mount.label()
-            )),
-            _ => Error::from_backend(e, Error::NoSuchTable),
-        });
-    }
-    if outcome.is_err() {
-        for location in &written {
-            mount.warehouse()?.delete_quietly(location).await;
+        let commits = prepared
+            .iter()
+            .map(|(ident, p)| TableCommit {
+                ident: ident.clone(),
+                expected_metadata_location: p.expected.clone(),
+                new: p.new.clone(),
+            })
+            .collect();
+        match mount.backend.commit_transaction(commits).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind == BackendErrorKind::Conflict => {
+                outcome = Err(Error::CommitFailed(format!(
+                    "a table in the transaction was changed by a concurrent commit; nothing was applied ({})",
+                    mount.label()
+                )))
+            }
+            Err(e) if e.kind.did_not_apply() => outcome = Err(Error::from_backend(e, Error::NoSuchTable)),
+            Err(e) => return Err(change_failed(e, Error::NoSuchTable)),
         }
+    }
+    for (_, p) in &prepared {
+        p.undo(warehouse).await;
     }
     outcome
 }
 
-/// Records an existing metadata file as a table (registerTable).
+/// Records an existing metadata file as a table (registerTable). The file and the
+/// table location it names must lie under the namespace's location, and the
+/// location must be free: registering the same files twice is 409.
 pub async fn register(
     mount: &Mount,
     ident: &Ident,
     metadata_location: &str,
     overwrite: bool,
 ) -> Result<Committed, Error> {
-    if !mount.warehouse()?.contains(metadata_location) {
+    let warehouse = mount.warehouse()?;
+    let chain = locations::chain(mount, &ident.namespace).await?;
+    let file = warehouse
+        .locate(metadata_location)
+        .map_err(locations::bad_location("the metadata location", metadata_location))?;
+    file.require_strictly_within(chain.own())
+        .map_err(locations::bad_location("the metadata location", metadata_location))?;
+    let metadata_location = file.to_string();
+    let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
+    let location = table_location(mount, &metadata)?;
+    location
+        .require_strictly_within(chain.own())
+        .map_err(locations::bad_location("the table location in the metadata", metadata.location()))?;
+    if !file.is_strictly_within(&location) {
         return Err(Error::BadRequest(format!(
-            "metadata location {metadata_location} is outside the warehouse {} of {}",
-            mount.warehouse()?.root(),
-            mount.label()
+            "the metadata file {metadata_location} is not under the table location {location} it names"
         )));
     }
-    let metadata = mount.warehouse()?.read_table_metadata(metadata_location).await?;
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    let pointer = Pointer {
-        metadata_location: metadata_location.to_string(),
-        metadata_json,
-        config: vec![],
-        storage_credentials: String::new(),
+    let committed = Committed { metadata_location, metadata_json };
+    let existing = match overwrite {
+        false => None,
+        true => match load(mount, ident, None).await {
+            Ok(pointer) => Some(pointer),
+            Err(Error::NoSuchTable(_)) => None,
+            Err(e) => return Err(e),
+        },
     };
-    let committed = Committed {
-        metadata_location: pointer.metadata_location.clone(),
-        metadata_json: pointer.metadata_json.clone(),
-    };
-    match mount.backend.create_table(ident.clone(), pointer.clone()).await {
-        Ok(()) => Ok(committed),
-        Err(e) if e.kind == BackendErrorKind::AlreadyExists && overwrite => {
-            let current = load(mount, ident, None).await?;
-            mount
-                .backend
-                .commit_table(ident.clone(), current.metadata_location, pointer)
-                .await
-                .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
-            Ok(committed)
+    let Some(existing) = existing else {
+        let claim = Placement { location, chain }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
+        if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
+            if e.kind.did_not_apply() {
+                locations::abandon(warehouse, None, &claim).await;
+            }
+            return Err(created_failed(mount, ident, e));
         }
-        Err(e) => Err(Error::from_backend(e, no_such_namespace(mount, &ident.namespace))),
+        return Ok(committed);
+    };
+    let current = current_metadata(mount, &existing).await?;
+    let claim =
+        locations::claim_move(mount, &ident.namespace, current.location(), &location.to_string(), ClaimKind::Table)
+            .await?;
+    if let Err(e) = mount.backend.commit_table(ident.clone(), existing.metadata_location, pointer_of(&committed)).await
+    {
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, None, &claim).await;
+        }
+        return Err(change_failed(e, no_such_table(mount, ident)));
     }
+    Ok(committed)
 }
 
-/// Forgets a table; with `purge`, also deletes its files.
+/// Forgets a table. What follows the pointer's removal — the purge, if asked for,
+/// then releasing the table's locations — runs as its own task, so a client that
+/// disconnects cannot stop it half-way. Without a purge the answer waits for the
+/// release (a dropped table's files can be registered again at once); with one, it
+/// comes as soon as the pointer is gone.
 pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
     let pointer = mount
         .backend
         .drop_table(ident.clone())
         .await
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
-    if purge {
-        match current_metadata(mount, &pointer).await {
-            Ok(metadata) => mount.warehouse()?.purge(metadata.location()).await?,
+    let Some(warehouse) = mount.warehouse.clone() else {
+        return Ok(());
+    };
+    let metadata = current_metadata(mount, &pointer).await;
+    let table = dotted(mount, ident);
+    let after = tokio::spawn(async move {
+        let metadata = match metadata {
+            Ok(metadata) => metadata,
             Err(e) => {
-                tracing::warn!(table = %dotted(mount, ident), error = %e, "dropped, but could not purge")
+                return tracing::warn!(%table, error = %e, "dropped, but its metadata cannot be read: nothing purged")
             }
+        };
+        let location = match warehouse.locate(metadata.location()) {
+            Ok(location) => location,
+            Err(e) => {
+                let raw = metadata.location();
+                return tracing::warn!(%table, location = raw, error = %e, "dropped; its location is invalid: nothing purged");
+            }
+        };
+        if purge {
+            let report = purge::purge(&warehouse, &location, &pointer.metadata_location, &metadata).await;
+            if !report.refused.is_empty() {
+                tracing::warn!(%table, refused = ?report.refused, "purge: left alone files outside the table's location");
+            }
+            tracing::info!(%table, %location, deleted = report.deleted, refused = report.refused.len(), failed = report.failed, "purged");
         }
+        locations::release_all(&warehouse, &location).await;
+    });
+    if !purge {
+        let _ = after.await;
     }
     Ok(())
 }

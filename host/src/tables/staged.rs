@@ -4,7 +4,7 @@
 use iceberg::spec::TableMetadataBuilder;
 use iceberg::{TableCreation, TableRequirement, TableUpdate};
 
-use super::{create, format_version, table_location, Committed};
+use super::{create, format_version, locations, Committed};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::bindings::Ident;
@@ -45,9 +45,10 @@ pub async fn create_from_updates(
         }
     }
     let schema = schema.ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
+    let placement = locations::place(mount, ident, location.as_deref()).await?;
     let mut creation = TableCreation {
         name: ident.name.clone(),
-        location: Some(table_location(mount, ident, location)?),
+        location: Some(placement.location.to_string()),
         format_version: format_version(&mut properties)?,
         schema,
         partition_spec: spec,
@@ -65,7 +66,7 @@ pub async fn create_from_updates(
         builder = update.apply(builder)?;
     }
     let metadata = builder.build()?.metadata;
-    create(mount, ident, &metadata).await.map_err(|e| match e {
+    create(mount, ident, &metadata, &placement).await.map_err(|e| match e {
         Error::AlreadyExists(m) => Error::CommitFailed(m),
         e => e,
     })

@@ -8,11 +8,13 @@ use iceberg::spec::{Schema, ViewMetadata, ViewMetadataBuilder, ViewVersion};
 use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
-use super::{dotted, no_such_namespace, require_namespace, Committed};
-use crate::error::Error;
+use super::locations::{self, Placement};
+use super::{dotted, no_such_namespace, pointer_of as pointer, require_namespace, Committed};
+use crate::error::{change_failed, Error};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
 use crate::plugins::BackendErrorKind;
+use crate::storage::location_index::{ClaimId, ClaimKind};
 
 /// The one requirement the spec defines for views.
 #[derive(Debug, Clone, Deserialize)]
@@ -55,7 +57,11 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
         metadata.location().trim_end_matches('/'),
         uuid::Uuid::now_v7()
     );
-    let output = mount.warehouse()?.io().new_output(&location).map_err(|e| Error::Internal(e.to_string()))?;
+    let warehouse = mount.warehouse()?;
+    let scope = warehouse
+        .locate(metadata.location())
+        .map_err(locations::bad_location("the view location", metadata.location()))?;
+    let output = warehouse.scoped_io(&scope).new_output(&location).map_err(|e| Error::Internal(e.to_string()))?;
     output
         .write(metadata_json.clone().into())
         .await
@@ -63,22 +69,15 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
     Ok(Committed { metadata_location: location, metadata_json })
 }
 
-fn pointer(committed: &Committed) -> Pointer {
-    Pointer {
-        metadata_location: committed.metadata_location.clone(),
-        metadata_json: committed.metadata_json.clone(),
-        config: vec![],
-        storage_credentials: String::new(),
-    }
-}
-
-/// Creates a view: builds its metadata, writes the first metadata file and records it.
+/// Creates a view: checks and claims its location, writes the first metadata file and
+/// records it (file and claim removed again if the backend says it did not).
 pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Committed, Error> {
-    let location = super::table_location(mount, ident, new.location)?;
+    let warehouse = mount.warehouse()?;
+    let placement = locations::place(mount, ident, new.location.as_deref()).await?;
     let version = new.version;
     let creation = ViewCreation {
         name: ident.name.clone(),
-        location,
+        location: placement.location.to_string(),
         representations: version.representations().clone(),
         schema: new.schema,
         properties: new.properties,
@@ -87,14 +86,23 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
         summary: version.summary().clone(),
     };
     let metadata = ViewMetadataBuilder::from_view_creation(creation)?.build()?.metadata;
-    let committed = write_metadata(mount, &metadata, 0).await?;
+    let claim = placement.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
+    let committed = match write_metadata(mount, &metadata, 0).await {
+        Ok(committed) => committed,
+        Err(e) => {
+            locations::abandon(warehouse, None, &claim).await;
+            return Err(e);
+        }
+    };
     if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
-        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
+        }
         return Err(match e.kind {
             BackendErrorKind::AlreadyExists => {
                 Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
             }
-            _ => Error::from_backend(e, no_such_namespace(mount, &ident.namespace)),
+            _ => change_failed(e, no_such_namespace(mount, &ident.namespace)),
         });
     }
     Ok(committed)
@@ -127,62 +135,104 @@ pub async fn replace(
         }
     }
     let versions = metadata.versions().count();
+    let current_location = metadata.location().to_string();
     let mut builder = ViewMetadataBuilder::new_from_metadata(metadata);
     for update in updates {
+        let update = match update {
+            // Stored normalized, like every location.
+            ViewUpdate::SetLocation { location } => {
+                let checked =
+                    mount.warehouse()?.locate(&location).map_err(locations::bad_location("the location", &location))?;
+                ViewUpdate::SetLocation { location: checked.to_string() }
+            }
+            update => update,
+        };
         builder = apply(update, builder)?;
     }
     let metadata = builder.build()?.metadata;
-    let committed = write_metadata(mount, &metadata, versions).await?;
+    let warehouse = mount.warehouse()?;
+    let claim =
+        locations::claim_move(mount, &ident.namespace, &current_location, metadata.location(), ClaimKind::View).await?;
+    let committed = match write_metadata(mount, &metadata, versions).await {
+        Ok(committed) => committed,
+        Err(e) => {
+            locations::abandon(warehouse, None, &claim).await;
+            return Err(e);
+        }
+    };
     if let Err(e) = mount.backend.commit_view(ident.clone(), current.metadata_location, pointer(&committed)).await {
-        mount.warehouse()?.delete_quietly(&committed.metadata_location).await;
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
+        }
         return Err(match e.kind {
             BackendErrorKind::Conflict => {
                 Error::CommitFailed(format!("view {} was changed by a concurrent commit", dotted(mount, ident)))
             }
-            _ => Error::from_backend(e, no_such_view(mount, ident)),
+            _ => change_failed(e, no_such_view(mount, ident)),
         });
     }
     Ok(committed)
 }
 
-/// Records an existing view metadata file as a view (registerView).
+/// Records an existing view metadata file as a view (registerView): the file and the
+/// view location it names lie under the namespace's location, and the location is free.
 pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
-    if !warehouse.contains(metadata_location) {
-        return Err(Error::BadRequest(format!(
-            "metadata location {metadata_location} is outside the warehouse {} of {}",
-            warehouse.root(),
-            mount.label()
-        )));
-    }
+    let chain = locations::chain(mount, &ident.namespace).await?;
+    let refused = || locations::bad_location("the metadata location", metadata_location);
+    let file = warehouse.locate(metadata_location).map_err(refused())?;
+    file.require_strictly_within(chain.own()).map_err(refused())?;
+    let metadata_location = file.to_string();
     let bytes = warehouse
-        .io()
-        .new_input(metadata_location)
+        .scoped_io(chain.own())
+        .new_input(&metadata_location)
         .map_err(|e| Error::BadRequest(e.to_string()))?
         .read()
         .await
         .map_err(|e| Error::BadRequest(format!("cannot read view metadata at {metadata_location}: {e}")))?;
     let metadata: ViewMetadata = serde_json::from_slice(&bytes)
         .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
+    let refused = || locations::bad_location("the view location in the metadata", metadata.location());
+    let location = warehouse.locate(metadata.location()).map_err(refused())?;
+    location.require_strictly_within(chain.own()).map_err(refused())?;
+    if !file.is_strictly_within(&location) {
+        return Err(Error::BadRequest(format!(
+            "the metadata file {metadata_location} is not under the view location {location} it names"
+        )));
+    }
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    let committed = Committed { metadata_location: metadata_location.to_string(), metadata_json };
-    mount.backend.create_view(ident.clone(), pointer(&committed)).await.map_err(|e| match e.kind {
-        BackendErrorKind::AlreadyExists => {
-            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+    let committed = Committed { metadata_location, metadata_json };
+    let claim = Placement { location, chain }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
+    if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, None, &claim).await;
         }
-        _ => Error::from_backend(e, Error::NoSuchNamespace),
-    })?;
+        return Err(match e.kind {
+            BackendErrorKind::AlreadyExists => {
+                Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+            }
+            _ => change_failed(e, Error::NoSuchNamespace),
+        });
+    }
     Ok(committed)
 }
 
-/// Forgets a view (its files stay: views hold no data).
+/// Forgets a view (its files stay: views hold no data) and releases its location.
 pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
-    mount
-        .backend
-        .drop_view(ident.clone())
-        .await
-        .map(|_| ())
-        .map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))
+    let pointer =
+        mount.backend.drop_view(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))?;
+    let Some(warehouse) = &mount.warehouse else {
+        return Ok(());
+    };
+    #[derive(Deserialize)]
+    struct Located {
+        location: String,
+    }
+    match serde_json::from_str::<Located>(&pointer.metadata_json).map(|l| warehouse.locate(&l.location)) {
+        Ok(Ok(location)) => locations::release_all(warehouse, &location).await,
+        _ => tracing::warn!(view = %dotted(mount, ident), "dropped; its location is unreadable: no claim released"),
+    }
+    Ok(())
 }
 
 /// Renames a view inside one backend.

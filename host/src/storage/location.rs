@@ -1,0 +1,287 @@
+//! The one validated location type. Every location the server stores, reads,
+//! writes, puts in a credential policy or purges is a [`Location`] first.
+//!
+//! A location is normalized once: percent-decoded exactly once, one trailing slash
+//! dropped, and then refused if any path segment is empty, `.` or `..`, or if it
+//! holds a wildcard (`*?[]{}$`), a control character or a `%` left after decoding
+//! (double encoding). Because no `%` survives, parsing a stored location again
+//! gives the same location: there is no second decoding to disagree with.
+
+use std::fmt;
+
+/// The storage schemes a warehouse can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    File,
+    S3,
+}
+
+impl Scheme {
+    fn prefix(self) -> &'static str {
+        match self {
+            Scheme::File => "file://",
+            Scheme::S3 => "s3://",
+        }
+    }
+}
+
+/// Why a string is not a usable location (each rule says itself).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    #[error("only file:/// and s3:// locations are supported")]
+    Scheme,
+    #[error("an s3:// location needs a bucket")]
+    NoBucket,
+    #[error("a file:// location needs an absolute path (file:///…)")]
+    NotAbsolute,
+    #[error("its percent-encoding does not decode to UTF-8")]
+    Encoding,
+    #[error("it holds a % after percent-decoding (locations are decoded once)")]
+    DoubleEncoded,
+    #[error("it holds an empty path segment")]
+    EmptySegment,
+    #[error("it holds a . or .. path segment")]
+    DotSegment,
+    #[error("it holds the wildcard character {0:?}")]
+    Wildcard(char),
+    #[error("it holds a control character")]
+    Control,
+    #[error("it is not in the warehouse {0}")]
+    OutsideWarehouse(String),
+    #[error("it is the root of the warehouse {0}")]
+    WarehouseRoot(String),
+    #[error("it is inside the warehouse {0} of another catalog")]
+    OtherWarehouse(String),
+    #[error("it is not strictly under {0}")]
+    NotUnder(String),
+}
+
+/// Characters that widen a pattern in a policy or a listing.
+const WILDCARDS: &[char] = &['*', '?', '[', ']', '{', '}', '$'];
+
+/// A normalized, validated location: a scheme, a bucket (empty for `file://`) and
+/// path segments, none of them empty, `.`, `..` or holding a wildcard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Location {
+    scheme: Scheme,
+    bucket: String,
+    segments: Vec<String>,
+}
+
+impl Location {
+    /// Parses and normalizes a location as a client or a metadata file wrote it.
+    pub fn parse(raw: &str) -> Result<Location, LocationError> {
+        let decoded = percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| LocationError::Encoding)?;
+        if decoded.contains('%') {
+            return Err(LocationError::DoubleEncoded);
+        }
+        if decoded.chars().any(char::is_control) {
+            return Err(LocationError::Control);
+        }
+        if let Some(c) = decoded.chars().find(|c| WILDCARDS.contains(c)) {
+            return Err(LocationError::Wildcard(c));
+        }
+        let (scheme, rest) = if let Some(rest) = decoded.strip_prefix("s3://") {
+            (Scheme::S3, rest)
+        } else if let Some(rest) = decoded.strip_prefix("file://") {
+            (Scheme::File, rest)
+        } else {
+            return Err(LocationError::Scheme);
+        };
+        let (bucket, path) = match scheme {
+            Scheme::S3 => {
+                let (bucket, path) = rest.split_once('/').unwrap_or((rest, ""));
+                if bucket.is_empty() {
+                    return Err(LocationError::NoBucket);
+                }
+                (bucket, path)
+            }
+            Scheme::File => ("", rest.strip_prefix('/').ok_or(LocationError::NotAbsolute)?),
+        };
+        let path = path.strip_suffix('/').unwrap_or(path);
+        let mut segments = Vec::new();
+        if !path.is_empty() {
+            for segment in path.split('/') {
+                match segment {
+                    "" => return Err(LocationError::EmptySegment),
+                    "." | ".." => return Err(LocationError::DotSegment),
+                    _ => segments.push(segment.to_string()),
+                }
+            }
+        }
+        Ok(Location { scheme, bucket: bucket.to_string(), segments })
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The bucket of an `s3://` location (empty for `file://`).
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// The object key prefix of this location inside its bucket (its path without a
+    /// leading slash; for `file://` the absolute path without its leading slash).
+    pub fn key(&self) -> String {
+        self.segments.join("/")
+    }
+
+    /// This location with one more path segment. `name` is escaped (see
+    /// [`path_segment`]), so any name gives exactly one valid segment.
+    pub fn child(&self, name: &str) -> Location {
+        let mut child = self.clone();
+        child.segments.push(path_segment(name));
+        child
+    }
+
+    /// Whether this location is `other` or lies beneath it (whole segments only).
+    pub fn is_within(&self, other: &Location) -> bool {
+        self.scheme == other.scheme
+            && self.bucket == other.bucket
+            && self.segments.len() >= other.segments.len()
+            && self.segments[..other.segments.len()] == other.segments[..]
+    }
+
+    /// Whether this location lies beneath `other` and is not `other` itself.
+    pub fn is_strictly_within(&self, other: &Location) -> bool {
+        self.segments.len() > other.segments.len() && self.is_within(other)
+    }
+
+    /// Every location strictly above this one, the shortest first (`s3://bucket`
+    /// and `file://` included).
+    pub fn ancestors(&self) -> impl Iterator<Item = Location> + '_ {
+        (0..self.segments.len()).map(|n| Location {
+            scheme: self.scheme,
+            bucket: self.bucket.clone(),
+            segments: self.segments[..n].to_vec(),
+        })
+    }
+
+    /// Whether the file `path` (as a metadata file names it) lies under this location.
+    /// File paths are compared literally, never decoded: a `%` in an object key is
+    /// that character. Empty, `.` and `..` segments never count as inside.
+    pub fn contains_path(&self, path: &str) -> bool {
+        let Some(rest) = path.strip_prefix(&self.to_string()).and_then(|r| r.strip_prefix('/')) else {
+            return false;
+        };
+        !rest.is_empty()
+            && !rest.chars().any(char::is_control)
+            && rest.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+    }
+
+    /// Fails unless this location is strictly under `parent`.
+    pub fn require_strictly_within(&self, parent: &Location) -> Result<(), LocationError> {
+        if self.is_strictly_within(parent) {
+            Ok(())
+        } else {
+            Err(LocationError::NotUnder(parent.to_string()))
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.scheme.prefix())?;
+        f.write_str(&self.bucket)?;
+        for segment in &self.segments {
+            f.write_str("/")?;
+            f.write_str(segment)?;
+        }
+        if self.segments.is_empty() && self.scheme == Scheme::File {
+            f.write_str("/")?;
+        }
+        Ok(())
+    }
+}
+
+/// A namespace, table or view name as one path segment: names made of ASCII
+/// letters, digits, `_`, `-` and `.` stay as they are (except `.` and `..`); any
+/// other byte becomes `~` and two hex digits. `~` is never kept, so two different
+/// names never share a segment.
+pub fn path_segment(name: &str) -> String {
+    let keep = |b: u8| b.is_ascii_alphanumeric() || b"_-.".contains(&b);
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if keep(b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("~{b:02x}"));
+        }
+    }
+    match out.as_str() {
+        "" => "~".into(),
+        "." => "~2e".into(),
+        ".." => "~2e~2e".into(),
+        _ => out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(raw: &str) -> LocationError {
+        Location::parse(raw).unwrap_err()
+    }
+
+    #[test]
+    fn normalizes_once() {
+        let l = Location::parse("s3://b/wh/db/t/").unwrap();
+        assert_eq!(l.to_string(), "s3://b/wh/db/t");
+        assert_eq!((l.bucket(), l.key().as_str()), ("b", "wh/db/t"));
+        assert_eq!(Location::parse("s3://b/wh/a%20b").unwrap().to_string(), "s3://b/wh/a b");
+        assert_eq!(Location::parse("file:///data/wh").unwrap().to_string(), "file:///data/wh");
+        // A stored location parses to itself.
+        let l = Location::parse("file:///data/wh/a%20b").unwrap();
+        assert_eq!(Location::parse(&l.to_string()).unwrap(), l);
+    }
+
+    #[test]
+    fn refuses_each_rule() {
+        assert_eq!(err("s3://b/wh/../x"), LocationError::DotSegment);
+        assert_eq!(err("s3://b/wh/%2e%2e/x"), LocationError::DotSegment);
+        assert_eq!(err("s3://b/wh/%2E/x"), LocationError::DotSegment);
+        assert_eq!(err("s3://b/wh/%252e%252e/x"), LocationError::DoubleEncoded);
+        assert_eq!(err("s3://b/wh//x"), LocationError::EmptySegment);
+        assert_eq!(err("s3://b/wh/x//"), LocationError::EmptySegment);
+        assert_eq!(err("s3://b/wh/*"), LocationError::Wildcard('*'));
+        assert_eq!(err("s3://b/wh/%2A"), LocationError::Wildcard('*'));
+        for c in ['?', '[', ']', '{', '}', '$'] {
+            assert_eq!(err(&format!("s3://b/wh/x{c}")), LocationError::Wildcard(c));
+        }
+        assert_eq!(err("s3://b/wh/a%0Ab"), LocationError::Control);
+        assert_eq!(err("s3:///wh"), LocationError::NoBucket);
+        assert_eq!(err("file://relative/x"), LocationError::NotAbsolute);
+        assert_eq!(err("gs://b/wh"), LocationError::Scheme);
+        assert_eq!(err("s3://b/%ff"), LocationError::Encoding);
+    }
+
+    #[test]
+    fn relations_use_whole_segments() {
+        let wh = Location::parse("s3://b/wh").unwrap();
+        let t = Location::parse("s3://b/wh/db/t").unwrap();
+        assert!(t.is_strictly_within(&wh) && t.is_within(&t) && !t.is_strictly_within(&t));
+        assert!(!Location::parse("s3://b/wh2/t").unwrap().is_within(&wh));
+        assert!(!Location::parse("s3://c/wh/t").unwrap().is_within(&wh));
+        assert!(!Location::parse("file:///b/wh/t").unwrap().is_within(&wh));
+        assert!(t.contains_path("s3://b/wh/db/t/data/k=a%20b/f.parquet"));
+        for outside in ["s3://b/wh/db/t", "s3://b/wh/db/t2/f", "s3://b/wh/db/t/../u/f", "s3://b/wh/db/t//f"] {
+            assert!(!t.contains_path(outside), "{outside}");
+        }
+        let above: Vec<String> = t.ancestors().map(|a| a.to_string()).collect();
+        assert_eq!(above, ["s3://b", "s3://b/wh", "s3://b/wh/db"]);
+    }
+
+    #[test]
+    fn segments_are_injective_and_valid() {
+        let names = ["a b", "a_b", "a~20b", ".", "..", "", "x/y", "*", "é"];
+        let segments: std::collections::HashSet<String> = names.iter().map(|n| path_segment(n)).collect();
+        assert_eq!(segments.len(), names.len(), "{segments:?}");
+        let wh = Location::parse("file:///wh").unwrap();
+        for name in names {
+            let child = wh.child(name);
+            assert_eq!(Location::parse(&child.to_string()).unwrap(), child, "{name:?}");
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The location index: which namespace, table or view holds which location, across
+//! every mount and warehouse, kept in the host's own key space.
+//!
+//! A claim on `L` is one conditional kv commit: no claim at `L` or below it (one
+//! prefix check), and none above it (one point check per ancestor) except the
+//! claimant's own namespaces. So two tables, views or unrelated namespaces can never
+//! share files, and the check costs the same however big the catalog is.
+//!
+//! A claim has an id. A table that moves (`set-location`) claims its new location
+//! under the same id, so dropping it releases every location it ever held.
+
+use super::kv::{prefix_end, Check, KvError, KvStore, Write};
+use super::location::Location;
+
+/// What holds a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimKind {
+    Namespace,
+    Table,
+    View,
+}
+
+impl ClaimKind {
+    fn byte(self) -> u8 {
+        match self {
+            ClaimKind::Namespace => b'n',
+            ClaimKind::Table => b't',
+            ClaimKind::View => b'v',
+        }
+    }
+}
+
+/// The id of one namespace's, table's or view's claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimId(uuid::Uuid);
+
+impl ClaimId {
+    /// A fresh id (a table or view: a retried create gets a new location anyway).
+    pub fn new() -> Self {
+        ClaimId(uuid::Uuid::new_v4())
+    }
+
+    /// The id of one namespace of one catalog: the same namespace always claims under
+    /// the same id, so a create retried after an unknown outcome finds its own claim.
+    pub fn of_namespace(catalog: &str, namespace: &[String]) -> Self {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(catalog.as_bytes());
+        for level in namespace {
+            hash.update([0x1f]);
+            hash.update(level.as_bytes());
+        }
+        let digest = hash.finalize();
+        ClaimId(uuid::Uuid::from_bytes(digest[..16].try_into().expect("16 bytes")))
+    }
+}
+
+impl Default for ClaimId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error(
+        "the location {0} overlaps (is, contains or lies inside) the location of another table, view or namespace"
+    )]
+    Overlap(String),
+    #[error("the location index is unavailable: {0}")]
+    Store(String),
+}
+
+/// The index, in the host key space (shared by every host on one Postgres root).
+#[derive(Clone)]
+pub struct LocationIndex {
+    kv: KvStore,
+}
+
+/// `loc/<location>/`: the trailing slash makes a prefix scan stop at whole segments.
+fn claim_key(location: &Location) -> Vec<u8> {
+    format!("loc/{location}/").into_bytes()
+}
+
+/// `own/<id>/<location>`: every location one claim id holds.
+fn owned_prefix(id: ClaimId) -> Vec<u8> {
+    format!("own/{}/", id.0.simple()).into_bytes()
+}
+
+fn store(e: KvError) -> ClaimError {
+    ClaimError::Store(e.to_string())
+}
+
+impl LocationIndex {
+    pub fn new(kv: KvStore) -> Self {
+        Self { kv }
+    }
+
+    /// Claims `location` for `id`, unless a claim exists at it, below it, or above it
+    /// anywhere but at `own_namespaces` (the claimant's namespace and its ancestors).
+    /// True when the claim is new; false when `id` held it already.
+    pub async fn claim(
+        &self,
+        location: &Location,
+        kind: ClaimKind,
+        id: ClaimId,
+        own_namespaces: &[Location],
+    ) -> Result<bool, ClaimError> {
+        let key = claim_key(location);
+        let mut checks: Vec<Check> = location
+            .ancestors()
+            .filter(|above| !own_namespaces.contains(above))
+            .map(|above| Check::Absent(claim_key(&above)))
+            .collect();
+        checks.push(Check::PrefixEmpty(key.clone()));
+        let mut value = id.0.as_bytes().to_vec();
+        value.push(kind.byte());
+        let mut owned = owned_prefix(id);
+        owned.extend_from_slice(location.to_string().as_bytes());
+        let writes = [Write { key, value: Some(value) }, Write { key: owned, value: Some(vec![]) }];
+        match self.kv.commit(&checks, &writes).await {
+            Ok(()) => Ok(true),
+            Err(KvError::Conflict) if self.holder(location).await? == Some(id) => Ok(false),
+            Err(KvError::Conflict) => Err(ClaimError::Overlap(location.to_string())),
+            Err(e) => Err(store(e)),
+        }
+    }
+
+    /// The id holding the claim exactly at `location`, if any.
+    pub async fn holder(&self, location: &Location) -> Result<Option<ClaimId>, ClaimError> {
+        let Some(entry) = self.kv.get(&claim_key(location)).await.map_err(store)? else {
+            return Ok(None);
+        };
+        let id = entry.value.get(..16).and_then(|b| uuid::Uuid::from_slice(b).ok());
+        Ok(id.map(ClaimId))
+    }
+
+    /// Releases one location claimed by `id` (a claim that did not take effect).
+    pub async fn release_one(&self, location: &Location, id: ClaimId) -> Result<(), ClaimError> {
+        if self.holder(location).await? != Some(id) {
+            return Ok(());
+        }
+        let mut owned = owned_prefix(id);
+        owned.extend_from_slice(location.to_string().as_bytes());
+        let writes = [Write { key: claim_key(location), value: None }, Write { key: owned, value: None }];
+        self.kv.commit(&[], &writes).await.map_err(store)
+    }
+
+    /// Releases every location `id` holds, in one commit.
+    pub async fn release(&self, id: ClaimId) -> Result<usize, ClaimError> {
+        let prefix = owned_prefix(id);
+        let end = prefix_end(&prefix);
+        // A claim id holds a handful of locations (one per set-location).
+        let owned = self.kv.scan(&prefix, end.as_deref(), 10_000).await.map_err(store)?;
+        let mut writes = Vec::with_capacity(owned.len() * 2);
+        for entry in &owned {
+            let location = String::from_utf8_lossy(&entry.key[prefix.len()..]).into_owned();
+            writes.push(Write { key: format!("loc/{location}/").into_bytes(), value: None });
+            writes.push(Write { key: entry.key.clone(), value: None });
+        }
+        self.kv.commit(&[], &writes).await.map_err(store)?;
+        Ok(owned.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::kv::RedbStore;
+
+    fn index() -> (tempfile::TempDir, LocationIndex) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("x.redb")).unwrap();
+        (dir, LocationIndex::new(KvStore::Redb(store.space("host").unwrap())))
+    }
+
+    fn at(s: &str) -> Location {
+        Location::parse(s).unwrap()
+    }
+
+    #[tokio::test]
+    async fn overlaps_are_refused_in_every_direction() {
+        let (_dir, index) = index();
+        let ns = at("s3://b/wh/sales");
+        let own = std::slice::from_ref(&ns);
+        let sales = ClaimId::of_namespace("root", &["sales".into()]);
+        assert_eq!(sales, ClaimId::of_namespace("root", &["sales".into()]));
+        assert_ne!(sales, ClaimId::of_namespace("mount:m", &["sales".into()]));
+        assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap());
+        let table = ClaimId::new();
+        index.claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, table, own).await.unwrap();
+        for other in ["s3://b/wh/sales/orders", "s3://b/wh/sales/orders/data", "s3://b/wh/sales", "s3://b/wh"] {
+            let refused = index.claim(&at(other), ClaimKind::Table, ClaimId::new(), own).await;
+            assert!(matches!(refused, Err(ClaimError::Overlap(_))), "{other}");
+        }
+        // Inside somebody else's namespace: refused unless it is one's own.
+        let refused = index.claim(&at("s3://b/wh/sales/x"), ClaimKind::Table, ClaimId::new(), &[]).await;
+        assert!(matches!(refused, Err(ClaimError::Overlap(_))));
+        // Claiming again under the same id holds it already.
+        let again = index.claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, table, own).await;
+        assert!(!again.unwrap());
+        // A sibling sharing a string prefix is not an overlap.
+        index.claim(&at("s3://b/wh/sales/orders2"), ClaimKind::Table, ClaimId::new(), own).await.unwrap();
+        index.claim(&at("s3://b/wh/sales2"), ClaimKind::Namespace, ClaimId::new(), &[]).await.unwrap();
+
+        // A moved table holds both locations until it is dropped.
+        index.claim(&at("s3://b/wh/sales/moved"), ClaimKind::Table, table, own).await.unwrap();
+        assert_eq!(index.holder(&at("s3://b/wh/sales/moved")).await.unwrap(), Some(table));
+        assert_eq!(index.release(table).await.unwrap(), 2);
+        assert_eq!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap(), None);
+        index.claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, ClaimId::new(), own).await.unwrap();
+    }
+}

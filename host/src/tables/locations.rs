@@ -1,0 +1,194 @@
+//! Where namespaces, tables and views live, and the claims that keep them apart.
+//!
+//! A namespace's location is its `location` property, which must lie strictly under
+//! its parent's location, or else its parent's location plus its own name (the
+//! warehouse root is the parent of a top-level namespace). A table or view lies
+//! strictly under its namespace's location. Each of them claims its location in the
+//! index, so none overlaps another, whichever tenant or mount holds it.
+
+use super::{no_such_namespace, Ident};
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::storage::location::{Location, LocationError};
+use crate::storage::location_index::{ClaimError, ClaimId, ClaimKind};
+use crate::storage::warehouse::Warehouse;
+
+/// The namespace property holding a namespace's location.
+pub const LOCATION_PROPERTY: &str = "location";
+
+/// A 400 naming the location and the rule it broke.
+pub fn bad_location(what: &str, raw: &str) -> impl FnOnce(LocationError) -> Error {
+    let prefix = format!("{what} {raw:?} is refused");
+    move |e| Error::BadRequest(format!("{prefix}: {e}"))
+}
+
+fn claim_error(e: ClaimError) -> Error {
+    match e {
+        ClaimError::Overlap(_) => Error::AlreadyExists(e.to_string()),
+        ClaimError::Store(_) => Error::Unavailable(e.to_string()),
+    }
+}
+
+/// The locations of a namespace's ancestors and its own, outermost first (the
+/// warehouse root first of all).
+#[derive(Debug, Clone)]
+pub struct Chain(Vec<Location>);
+
+impl Chain {
+    /// The location of the innermost namespace (the warehouse root for none).
+    pub fn own(&self) -> &Location {
+        self.0.last().expect("a chain starts at the warehouse root")
+    }
+
+    /// Where a namespace named `name` under this one would go, given its `location`
+    /// property if it has one.
+    fn child(&self, warehouse: &Warehouse, name: &str, property: Option<&str>) -> Result<Location, Error> {
+        match property {
+            None => Ok(self.own().child(name)),
+            Some(raw) => {
+                let location = warehouse.locate(raw).map_err(bad_location("the namespace location", raw))?;
+                location.require_strictly_within(self.own()).map_err(bad_location("the namespace location", raw))?;
+                Ok(location)
+            }
+        }
+    }
+
+    fn pushed(mut self, location: Location) -> Chain {
+        self.0.push(location);
+        self
+    }
+}
+
+/// The location chain of `namespace` (a mount's own namespace), loading each level.
+pub async fn chain(mount: &Mount, namespace: &[String]) -> Result<Chain, Error> {
+    let warehouse = mount.warehouse()?;
+    let mut chain = Chain(vec![warehouse.root().clone()]);
+    for depth in 1..=namespace.len() {
+        let level = &namespace[..depth];
+        let properties = mount
+            .backend
+            .load_namespace(level.to_vec())
+            .await
+            .map_err(|e| Error::from_backend(e, no_such_namespace(mount, level)))?;
+        let property = properties.iter().find(|(k, _)| k == LOCATION_PROPERTY).map(|(_, v)| v.as_str());
+        let location = chain.child(warehouse, &level[depth - 1], property)?;
+        chain = chain.pushed(location);
+    }
+    Ok(chain)
+}
+
+/// A location chosen (and checked) for a new table, view or namespace, not yet claimed.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub location: Location,
+    /// The namespaces it lies in (for a namespace: its ancestors).
+    pub chain: Chain,
+}
+
+impl Placement {
+    /// Claims the location for `id`; an overlap is 409 and says nothing of the other.
+    /// The claim to release if the change does not apply: none when `id` held it already.
+    pub async fn claim(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> Result<Option<NewClaim>, Error> {
+        let new = warehouse.index().claim(&self.location, kind, id, &self.chain.0).await.map_err(claim_error)?;
+        Ok(new.then(|| NewClaim { location: self.location.clone(), id }))
+    }
+}
+
+/// Where a new table or view goes: the requested location, checked, or a unique
+/// default under its namespace's location.
+pub async fn place(mount: &Mount, ident: &Ident, requested: Option<&str>) -> Result<Placement, Error> {
+    let chain = chain(mount, &ident.namespace).await?;
+    let location = match requested {
+        Some(raw) => within_namespace(mount.warehouse()?, &chain, raw)?,
+        None => chain.own().child(&format!("{}-{}", ident.name, uuid::Uuid::now_v7().simple())),
+    };
+    Ok(Placement { location, chain })
+}
+
+/// Checks a requested table or view location: in the warehouse, strictly under the
+/// namespace's location.
+fn within_namespace(warehouse: &Warehouse, chain: &Chain, raw: &str) -> Result<Location, Error> {
+    let location = warehouse.locate(raw).map_err(bad_location("the location", raw))?;
+    location.require_strictly_within(chain.own()).map_err(bad_location("the location", raw))?;
+    Ok(location)
+}
+
+/// Where a new namespace goes (its parent chain loaded), with its `location` property
+/// normalized in `properties`.
+pub async fn place_namespace(
+    mount: &Mount,
+    namespace: &[String],
+    properties: &mut [(String, String)],
+) -> Result<Placement, Error> {
+    let (name, parent) = namespace.split_last().expect("a namespace has a name");
+    let chain = chain(mount, parent).await?;
+    let property = properties.iter_mut().find(|(k, _)| k == LOCATION_PROPERTY);
+    let location = chain.child(mount.warehouse()?, name, property.as_ref().map(|(_, v)| v.as_str()))?;
+    if let Some((_, value)) = property {
+        *value = location.to_string();
+    }
+    Ok(Placement { location, chain })
+}
+
+/// The claim to release when a change did not apply: a location newly claimed for it.
+#[derive(Debug, Clone)]
+pub struct NewClaim {
+    pub location: Location,
+    pub id: ClaimId,
+}
+
+impl NewClaim {
+    /// Releases the claim (the change it was made for did not apply).
+    pub async fn release(&self, warehouse: &Warehouse) {
+        if let Err(e) = warehouse.index().release_one(&self.location, self.id).await {
+            tracing::warn!(location = %self.location, error = %e, "could not release a location claim");
+        }
+    }
+}
+
+/// Checks a table or view location that a change moves to (`set-location`, or a
+/// register that overwrites) and claims it under the id holding `current`.
+pub async fn claim_move(
+    mount: &Mount,
+    namespace: &[String],
+    current: &str,
+    new: &str,
+    kind: ClaimKind,
+) -> Result<Option<NewClaim>, Error> {
+    let warehouse = mount.warehouse()?;
+    if current == new {
+        return Ok(None);
+    }
+    let chain = chain(mount, namespace).await?;
+    let location = within_namespace(warehouse, &chain, new)?;
+    let held = match Location::parse(current) {
+        Ok(current) => warehouse.index().holder(&current).await.map_err(claim_error)?,
+        Err(_) => None,
+    };
+    let id = held.unwrap_or_default();
+    Placement { location, chain }.claim(warehouse, kind, id).await
+}
+
+/// Removes what the host wrote for a change that did not apply: its metadata file
+/// (if it got that far) and the location it newly claimed (if any).
+pub async fn abandon(warehouse: &Warehouse, file: Option<&str>, claim: &Option<NewClaim>) {
+    if let Some(file) = file {
+        warehouse.delete_quietly(file).await;
+    }
+    if let Some(claim) = claim {
+        claim.release(warehouse).await;
+    }
+}
+
+/// Releases every location held by whatever holds `location` (a dropped table,
+/// view or namespace).
+pub async fn release_all(warehouse: &Warehouse, location: &Location) {
+    let released = match warehouse.index().holder(location).await {
+        Ok(Some(id)) => warehouse.index().release(id).await.map(|_| ()),
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = released {
+        tracing::warn!(location = %location, error = %e, "could not release the location claims of a dropped entry");
+    }
+}

@@ -1,0 +1,150 @@
+//! A backend that fails after applying a change, for the commit-state-unknown tests.
+//!
+//! Namespaces and table pointers live in the kv key space. `commit-table` swaps the
+//! pointer and then traps; so does `create-table` for a table named `unknown-…`.
+//! The host must keep the metadata file it wrote, since the pointer names it.
+
+wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
+
+use exports::rustberg::catalog::backend::Guest;
+use rustberg::catalog::kv::{self, Check, Write};
+use rustberg::catalog::types::{
+    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    TableCommit,
+};
+
+struct Flaky;
+
+fn namespace_key(ns: &[String]) -> Vec<u8> {
+    format!("n/{}", ns.join("\u{1f}")).into_bytes()
+}
+
+fn table_key(id: &Ident) -> Vec<u8> {
+    format!("t/{}/{}", id.namespace.join("\u{1f}"), id.name).into_bytes()
+}
+
+/// A pointer stored as `<metadata location>\n<metadata json>`.
+fn encode(p: &Pointer) -> Vec<u8> {
+    format!("{}\n{}", p.metadata_location, p.metadata_json).into_bytes()
+}
+
+fn decode(bytes: &[u8]) -> Pointer {
+    let text = String::from_utf8_lossy(bytes);
+    let (location, json) = text.split_once('\n').unwrap_or((&text, ""));
+    Pointer {
+        metadata_location: location.to_string(),
+        metadata_json: json.to_string(),
+        config: vec![],
+        storage_credentials: String::new(),
+    }
+}
+
+fn write(key: Vec<u8>, value: Vec<u8>) -> Write {
+    Write { key, value: Some(value) }
+}
+
+impl Guest for Flaky {
+    fn capabilities() -> Result<CapabilitySet, Error> {
+        Ok(CapabilitySet {
+            endpoints: vec![
+                "GET /v1/{prefix}/namespaces".into(),
+                "POST /v1/{prefix}/namespaces".into(),
+                "GET /v1/{prefix}/namespaces/{namespace}".into(),
+                "POST /v1/{prefix}/namespaces/{namespace}/tables".into(),
+                "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
+                "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
+            ],
+            can_write: true,
+            host_readable_manifests: true,
+            remember: vec![],
+        })
+    }
+
+    fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
+        let key = namespace_key(&ns);
+        kv::commit(&[Check::Absent(key.clone())], &[write(key, vec![])])
+            .map_err(|_| Error::AlreadyExists("namespace exists".into()))?;
+        Ok(props)
+    }
+
+    fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
+        match kv::get(&namespace_key(&ns))? {
+            Some(_) => Ok(vec![]),
+            None => Err(Error::NotFound(format!("namespace {} does not exist", ns.join(".")))),
+        }
+    }
+
+    fn load_table(id: Ident, _: Option<String>) -> Result<Pointer, Error> {
+        match kv::get(&table_key(&id))? {
+            Some(entry) => Ok(decode(&entry.value)),
+            None => Err(Error::NotFound(format!("table {} does not exist", id.name))),
+        }
+    }
+
+    fn create_table(id: Ident, state: Pointer) -> Result<(), Error> {
+        let key = table_key(&id);
+        kv::commit(&[Check::Absent(key.clone())], &[write(key, encode(&state))])
+            .map_err(|_| Error::AlreadyExists("table exists".into()))?;
+        if id.name.starts_with("unknown-") {
+            panic!("deliberate failure after the create applied");
+        }
+        Ok(())
+    }
+
+    fn commit_table(id: Ident, expected: String, new: Pointer) -> Result<(), Error> {
+        let key = table_key(&id);
+        let entry = kv::get(&key)?.ok_or_else(|| Error::NotFound("no such table".into()))?;
+        if decode(&entry.value).metadata_location != expected {
+            return Err(Error::Conflict("the table changed".into()));
+        }
+        kv::commit(&[Check::AtVersion((key.clone(), entry.version))], &[write(key, encode(&new))])
+            .map_err(|_| Error::Conflict("the table changed".into()))?;
+        panic!("deliberate failure after the commit applied");
+    }
+
+    fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
+        Ok(NamespacePage { items: vec![], done: true })
+    }
+    fn drop_namespace(_: Vec<String>) -> Result<(), Error> {
+        Err(no())
+    }
+    fn update_namespace_properties(_: Vec<String>, _: Vec<String>, _: Properties) -> Result<PropertiesUpdate, Error> {
+        Err(no())
+    }
+    fn list_tables(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> {
+        Ok(NamePage { items: vec![], done: true })
+    }
+    fn drop_table(_: Ident) -> Result<Pointer, Error> {
+        Err(no())
+    }
+    fn rename_table(_: Ident, _: Ident) -> Result<(), Error> {
+        Err(no())
+    }
+    fn list_views(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> {
+        Ok(NamePage { items: vec![], done: true })
+    }
+    fn load_view(_: Ident) -> Result<Pointer, Error> {
+        Err(no())
+    }
+    fn create_view(_: Ident, _: Pointer) -> Result<(), Error> {
+        Err(no())
+    }
+    fn commit_view(_: Ident, _: String, _: Pointer) -> Result<(), Error> {
+        Err(no())
+    }
+    fn drop_view(_: Ident) -> Result<Pointer, Error> {
+        Err(no())
+    }
+    fn rename_view(_: Ident, _: Ident) -> Result<(), Error> {
+        Err(no())
+    }
+    fn commit_transaction(_: Vec<TableCommit>) -> Result<(), Error> {
+        Err(no())
+    }
+}
+
+fn no() -> Error {
+    Error::Unsupported("the flaky test component".into())
+}
+
+export!(Flaky);
