@@ -275,10 +275,13 @@ async fn each_mount_governs_its_warehouse() {
     let inside = s
         .post(
             "/namespaces/lake%1Fdb/tables",
-            json!({"name": "u", "schema": schema(), "location": format!("{wh}/custom/u")}),
+            json!({"name": "u", "schema": schema(), "location": format!("{wh}/db/custom/u")}),
         )
         .await;
     assert_eq!(inside.0, 200, "{}", inside.1);
+    // Inside the mount's warehouse but outside the namespace's location.
+    let beside = json!({"name": "w", "schema": schema(), "location": format!("{wh}/custom/w")});
+    assert_error(&s.post("/namespaces/lake%1Fdb/tables", beside).await, 400, "BadRequestException");
     // The root's warehouse is not this mount's.
     let root_wh = format!("file://{}/data/warehouse/x", s.dir.path().display());
     let outside =

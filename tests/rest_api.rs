@@ -222,7 +222,11 @@ async fn table_lifecycle() {
     create_table(&s, "other", "taken").await;
     assert_error(&s.post("/tables/rename", rename("alpha", "other", "taken")).await, 409, "AlreadyExistsException");
 
-    // Register the moved table's metadata under a new name, then drop with purge.
+    // The files of a live table cannot be registered again; dropped without a purge,
+    // they belong to nobody and can be; a purge then deletes them.
+    let twice = s.post("/namespaces/db/register", json!({"name": "again", "metadata-location": new_location})).await;
+    assert_error(&twice, 409, "AlreadyExistsException");
+    assert_eq!(s.delete("/namespaces/other/tables/moved").await.0, 204);
     let registered =
         s.post("/namespaces/db/register", json!({"name": "again", "metadata-location": new_location})).await;
     assert_eq!(registered.0, 200, "{}", registered.1);
@@ -233,10 +237,16 @@ async fn table_lifecycle() {
         400,
         "BadRequestException",
     );
-    assert_eq!(s.delete("/namespaces/db/tables/again").await.0, 204);
-    assert_eq!(s.delete("/namespaces/other/tables/moved?purgeRequested=true").await.0, 204);
-    assert!(!std::path::Path::new(new_location.strip_prefix("file://").unwrap()).exists(), "purged");
-    assert_error(&s.delete("/namespaces/other/tables/moved").await, 404, "NoSuchTableException");
+    assert_eq!(s.delete("/namespaces/db/tables/again?purgeRequested=true").await.0, 204);
+    let file = std::path::PathBuf::from(new_location.strip_prefix("file://").unwrap());
+    for _ in 0..100 {
+        if !file.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!file.exists(), "purged");
+    assert_error(&s.delete("/namespaces/db/tables/again").await, 404, "NoSuchTableException");
 }
 
 #[tokio::test]

@@ -6,60 +6,14 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::python::{run_pytest, venv, venv_with};
+use support::moto::Moto;
+use support::python::run_pytest;
 use support::{hash_secret, schema, Api, Server};
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/rustberg-vend";
-
-/// A moto server on a free port with one bucket, until dropped.
-struct Moto {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Moto {
-    async fn start(bucket: &str) -> Moto {
-        // Its own venv: moto's botocore pin must not decide the clients' versions.
-        let venv = venv_with(venv().parent().unwrap().join("moto-venv"), "requirements-moto.txt");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(venv.join("bin/moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting moto_server");
-        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
-        let client = reqwest::Client::new();
-        for _ in 0..300 {
-            if client.get(format!("{}/moto-api/", moto.url)).send().await.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let created = client.put(format!("{}/{bucket}", moto.url)).send().await.unwrap();
-        assert!(created.status().is_success(), "creating bucket {bucket}: {}", created.status());
-        moto
-    }
-
-    /// The keys of every object under `prefix` in `bucket`.
-    async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        let url = format!("{}/{bucket}?list-type=2&prefix={prefix}", self.url);
-        let text = reqwest::get(url).await.unwrap().text().await.unwrap();
-        text.split("<Key>").skip(1).filter_map(|s| s.split("</Key>").next()).map(str::to_string).collect()
-    }
-}
 
 /// One STS request's form parameters.
 type Form = Vec<(String, String)>;
@@ -223,6 +177,28 @@ async fn pyiceberg_writes_and_reads_s3_with_only_vended_credentials() {
     }
 }
 
+/// Asserts that an AssumeRole request's session policy names exactly the table's
+/// prefix (its objects, and listing of it), with write actions only for a writer.
+#[track_caller]
+fn assert_policy_names_exactly(request: &[(String, String)], location: &str, writer: bool) {
+    let policy: Value = serde_json::from_str(param(request, "Policy")).unwrap();
+    let (bucket, key) = location.strip_prefix("s3://").unwrap().split_once('/').unwrap();
+    let mut actions = vec!["s3:GetObject", "s3:GetObjectVersion"];
+    if writer {
+        actions.extend(["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]);
+    }
+    let expected = json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": actions, "Resource": [format!("arn:aws:s3:::{bucket}/{key}/*")]},
+            {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [format!("arn:aws:s3:::{bucket}")],
+             "Condition": {"StringLike": {"s3:prefix": [key, format!("{key}/*")]}}},
+            {"Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": [format!("arn:aws:s3:::{bucket}")]}
+        ]
+    });
+    assert_eq!(policy, expected);
+}
+
 /// Vending over the REST API: the header asks, loadCredentials answers the same,
 /// a mount's own warehouse is covered, and nothing is vended unasked.
 #[tokio::test(flavor = "multi_thread")]
@@ -262,7 +238,7 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["storage-credentials"][0]["prefix"], location.as_str());
     let last = sts.assume_role_for("reader").pop().unwrap();
-    assert!(!param(&last, "Policy").contains("s3:PutObject"));
+    assert_policy_names_exactly(&last, &location, false);
 
     // A table in a mount with its own warehouse gets credentials for that warehouse.
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["side", "ns"]})).await.0, 200);
@@ -273,7 +249,7 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     let prefix = created["storage-credentials"][0]["prefix"].as_str().expect("credentials for a mount's table");
     assert!(prefix.starts_with("s3://lake/side-warehouse/ns/t"), "{prefix}");
     let last = sts.assume_role_for("writer").pop().unwrap();
-    assert!(param(&last, "Policy").contains("s3:PutObject"), "a writer creating a table may write it");
+    assert_policy_names_exactly(&last, prefix, true);
     let keys = moto.keys("lake", "side-warehouse/ns/t").await;
     assert!(keys.iter().any(|k| k.ends_with(".metadata.json")), "{keys:?}");
 }
@@ -311,23 +287,33 @@ async fn a_failed_vend_still_loads_the_table_and_logs_why() {
     );
 }
 
-/// Static vending (a store without STS): writers get the write keys, readers the
-/// read keys, and nothing asks STS.
+/// Static vending (a store without STS): keys are handed out only for the prefix the
+/// configuration says they are confined to — writers the write keys, readers the read
+/// keys — and never for another table; nothing asks STS.
 #[tokio::test(flavor = "multi_thread")]
-async fn static_keys_follow_what_the_caller_may_do() {
-    let keys = "mode = \"static\"\naccess_key_id = \"WRITEKEY\"\nsecret_access_key = \"w\"\n\
-                read_access_key_id = \"READKEY\"\nread_secret_access_key = \"r\"";
-    let (_moto, sts, server, _mount_dir) = lake(|c| c.replace("mode = \"sts\"", keys)).await;
+async fn static_keys_are_vended_only_for_their_own_prefix() {
+    let scoped = "\n[[storage.vending.static_keys]]\nprefix = \"s3://lake/warehouse/db/t\"\n\
+                  access_key_id = \"WRITEKEY\"\nsecret_access_key = \"w\"\n\
+                  read_access_key_id = \"READKEY\"\nread_secret_access_key = \"r\"\n";
+    let (_moto, sts, server, _mount_dir) = lake(|c| c.replace("mode = \"sts\"", "mode = \"static\"") + scoped).await;
     let writer = server.login("writer", "writer-secret");
     let reader = server.login("reader", "reader-secret");
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
-    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let table = json!({"name": "t", "schema": schema(), "location": "s3://lake/warehouse/db/t"});
+    assert_eq!(writer.post("/namespaces/db/tables", table).await.0, 200);
     for (api, key) in [(&writer, "WRITEKEY"), (&reader, "READKEY")] {
         let (status, body) = api.get("/namespaces/db/tables/t/credentials").await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["storage-credentials"][0]["config"]["s3.access-key-id"], key, "{body}");
+        assert_eq!(body["storage-credentials"][0]["prefix"], "s3://lake/warehouse/db/t");
         assert!(body["storage-credentials"][0]["config"].get("s3.session-token").is_none());
     }
+    // Another table gets none of them: the keys reach only their own prefix.
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "u", "schema": schema()})).await.0, 200);
+    let (status, body) = writer.get("/namespaces/db/tables/u/credentials").await;
+    assert_eq!((status, &body["storage-credentials"]), (200, &json!([])), "{body}");
+    let log = server.output_once_it_says("no static keys are configured");
+    assert!(log.contains("no static keys are configured for exactly"), "{log}");
     assert_eq!(sts.count(), 0, "static vending asks no STS");
 }
 

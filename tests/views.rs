@@ -92,12 +92,20 @@ async fn view_lifecycle() {
             json!({"name": "again", "metadata-location": moved.1["metadata-location"]}),
         )
         .await;
+    // The files of a live view cannot be registered again; once it is dropped they can.
+    assert_error(&registered, 409, "AlreadyExistsException");
+    assert_eq!(s.delete("/namespaces/other/views/w").await.0, 204);
+    let registered = s
+        .post(
+            "/namespaces/db/register-view",
+            json!({"name": "again", "metadata-location": moved.1["metadata-location"]}),
+        )
+        .await;
     assert_eq!(registered.0, 200, "{}", registered.1);
     let table_metadata = s.get("/namespaces/db/tables/t").await.1["metadata-location"].clone();
     let junk =
         s.post("/namespaces/db/register-view", json!({"name": "junk", "metadata-location": table_metadata})).await;
     assert_error(&junk, 400, "BadRequestException");
-    assert_eq!(s.delete("/namespaces/other/views/w").await.0, 204);
     assert_eq!(s.delete("/namespaces/db/views/again").await.0, 204);
     assert_error(&s.delete("/namespaces/db/views/again").await, 404, "NoSuchViewException");
     assert_eq!(s.get("/namespaces/lake/views").await, (200, json!({"identifiers": []})), "a mount root holds no views");

@@ -1,0 +1,51 @@
+//! A moto server (S3 and STS, in memory) for the storage tests.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::python::{venv, venv_with};
+
+/// A moto server on a free port with one bucket, until dropped.
+pub struct Moto {
+    child: Child,
+    pub url: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    pub async fn start(bucket: &str) -> Moto {
+        // Its own venv: moto's botocore pin must not decide the clients' versions.
+        let venv = venv_with(venv().parent().unwrap().join("moto-venv"), "requirements-moto.txt");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(venv.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting moto_server");
+        let moto = Moto { child, url: format!("http://127.0.0.1:{port}") };
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            if client.get(format!("{}/moto-api/", moto.url)).send().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let created = client.put(format!("{}/{bucket}", moto.url)).send().await.unwrap();
+        assert!(created.status().is_success(), "creating bucket {bucket}: {}", created.status());
+        moto
+    }
+
+    /// The keys of every object under `prefix` in `bucket`.
+    pub async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let url = format!("{}/{bucket}?list-type=2&prefix={prefix}", self.url);
+        let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+        text.split("<Key>").skip(1).filter_map(|s| s.split("</Key>").next()).map(str::to_string).collect()
+    }
+}
