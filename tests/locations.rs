@@ -23,6 +23,8 @@ enum Store {
 
 struct Lab {
     server: Server,
+    /// The configuration the server runs with (to start it again).
+    config: String,
     moto: Option<Moto>,
     _dir: tempfile::TempDir,
     acme: Api,
@@ -76,7 +78,7 @@ async fn lab(store: Store) -> Lab {
     let server = Server::start(&config);
     let acme = server.login("acme", "acme-secret");
     let evil = server.login("evil", "evil-secret");
-    Lab { server, moto, _dir: dir, acme, evil, warehouse, victim_ns }
+    Lab { server, config, moto, _dir: dir, acme, evil, warehouse, victim_ns }
 }
 
 impl Lab {
@@ -344,4 +346,41 @@ async fn a_commit_whose_outcome_is_unknown_keeps_its_metadata_file() {
 fn assert_file_exists(location: &str) {
     let path = location.strip_prefix("file://").expect("a file warehouse");
     assert!(std::path::Path::new(path).exists(), "{location} was deleted although the pointer names it");
+}
+
+/// A catalog from before the location index: its namespaces and tables are claimed
+/// when the server starts, so nothing new can be placed over them.
+#[tokio::test(flavor = "multi_thread")]
+async fn locations_from_before_the_index_are_claimed_at_start() {
+    let lab = lab(Store::RootFiles).await;
+    assert_eq!(lab.acme.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    let (status, table) =
+        lab.acme.post("/namespaces/sales/tables", json!({"name": "orders", "schema": schema()})).await;
+    assert_eq!(status, 200, "{table}");
+    let table_location = table["metadata"]["location"].as_str().unwrap().to_string();
+
+    // Erase the index, as a catalog written before it existed would be.
+    let data = lab.server.stop();
+    forget_location_index(&data.path().join("data/catalog.redb")).await;
+    let server = Server::start_in(data, &lab.config);
+    assert!(server.output().contains("location index built: 2 existing locations claimed"), "{}", server.output());
+    let evil = server.login("evil", "evil-secret");
+    for location in [format!("{}/sales", lab.warehouse), table_location] {
+        let got = evil.post("/namespaces", json!({"namespace": ["evil"], "properties": {"location": location}})).await;
+        assert_error(&got, 409, "AlreadyExistsException");
+    }
+}
+
+/// Deletes every key of the location index from a stopped server's host key space.
+async fn forget_location_index(file: &std::path::Path) {
+    use rustberg::storage::kv::{prefix_end, KvStore, RedbStore, Write};
+    let host = KvStore::Redb(RedbStore::open(file).unwrap().space("rustberg:host").unwrap());
+    let mut writes = vec![Write { key: b"location-index/backfilled".to_vec(), value: None }];
+    for prefix in [&b"loc/"[..], b"own/"] {
+        for entry in host.scan(prefix, prefix_end(prefix).as_deref(), 100_000).await.unwrap() {
+            writes.push(Write { key: entry.key, value: None });
+        }
+    }
+    assert!(writes.len() > 1, "the index held claims");
+    host.commit(&[], &writes).await.unwrap();
 }

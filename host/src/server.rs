@@ -143,6 +143,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let mut root = root;
     exclude_nested_warehouses(std::iter::once(&mut root).chain(named.values_mut()));
     let mounts = Mounts::new(root, named);
+    crate::tables::backfill::backfill(&mounts, &host)
+        .await
+        .map_err(|e| anyhow::anyhow!("refusing to start: building the location index: {e}"))?;
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts);
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());

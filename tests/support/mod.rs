@@ -76,6 +76,18 @@ impl Server {
         Self::try_start_in(dir, extra_toml, env)
     }
 
+    /// Stops this server; its data directory stays, to start another on it.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap())
+    }
+
+    /// Starts a server on the data directory a stopped one left.
+    pub fn start_in(dir: tempfile::TempDir, extra_toml: &str) -> Server {
+        Self::try_start_in(dir, extra_toml, &[]).unwrap_or_else(|output| panic!("the server did not start:\n{output}"))
+    }
+
     fn try_start_in(dir: tempfile::TempDir, extra_toml: &str, env: &[(&str, &str)]) -> Result<Server, String> {
         let config = dir.path().join("rustberg.toml");
         std::fs::write(&config, Self::config_text(dir.path(), extra_toml)).unwrap();

@@ -2,6 +2,7 @@
 //! applying requirements and updates with the `iceberg` crate's spec types,
 //! writing metadata files, and the compare-and-swap of the pointer.
 
+pub mod backfill;
 pub mod locations;
 mod purge;
 mod staged;
