@@ -326,4 +326,15 @@ async fn idempotency_keys_replay_the_final_response() {
     assert_eq!(again.json::<Value>().await.unwrap(), first);
     // A new key is a new operation.
     assert_eq!(create("01937c3a-0000-7000-8000-000000000002").await.unwrap().status(), 409);
+    // The same key with another body is another request: refused, not answered with the first.
+    let other = s
+        .client
+        .post(s.url("/namespaces"))
+        .header("Idempotency-Key", "01937c3a-0000-7000-8000-000000000001")
+        .json(&json!({"namespace": ["twice"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 422);
+    assert_eq!(s.head("/namespaces/twice").await, 404, "nothing ran");
 }

@@ -1,6 +1,7 @@
 //! `Idempotency-Key` on mutating requests: the first request with a key runs and its
 //! final response (any status below 500) is kept for the advertised lifetime; a
-//! repeat with the same key gets that response again without running anything.
+//! repeat with the same key (same method, path and body) gets that response again
+//! without running anything; the same key with another request is 422.
 //! 5xx responses are never kept, so a retry after one runs again. Keys are scoped to
 //! the caller and kept in the host key space.
 
@@ -30,7 +31,7 @@ const MAX_BODY: usize = 16 << 20;
 /// What is stored under a key: in progress, or the final response.
 #[derive(Serialize, Deserialize)]
 struct Record {
-    /// `METHOD path`: a key may not be reused for another request.
+    /// `METHOD path sha256:<body hash>`: a key may not be reused for another request.
     request: String,
     expires: u64,
     /// `None` while the first request runs.
@@ -121,10 +122,20 @@ pub async fn idempotent(
         .to_str()
         .ok()
         .filter(|k| uuid::Uuid::try_parse(k).is_ok())
-        .ok_or_else(|| Error::BadRequest("Idempotency-Key must be a UUID (a UUIDv7, 36 characters)".into()))?;
+        .ok_or_else(|| Error::BadRequest("Idempotency-Key must be a UUID (a UUIDv7, 36 characters)".into()))?
+        .to_ascii_lowercase();
     let caller = request.extensions().get::<Caller>().map(|c| c.0.name.clone()).unwrap_or_default();
-    let slot = format!("idempotency/{caller}/{}", key.to_ascii_lowercase()).into_bytes();
-    let described = format!("{} {}", request.method(), request.uri().path());
+    let slot = format!("idempotency/{caller}/{key}").into_bytes();
+    // A key names one request: its method, path and body (the caller is in the slot).
+    let (parts, body) = request.into_parts();
+    let body = to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| Error::BadRequest("a request body too large to go with an Idempotency-Key".into()))?;
+    let described = {
+        use sha2::Digest;
+        format!("{} {} sha256:{:x}", parts.method, parts.uri.path(), sha2::Sha256::digest(&body))
+    };
+    let request = Request::from_parts(parts, Body::from(body));
 
     // Reserve the key, or find what it holds.
     let reserve = Record { request: described.clone(), expires: now() + LIFETIME.as_secs(), response: None };
@@ -134,7 +145,10 @@ pub async fn idempotent(
             store.put(&slot, &reserve, Check::AtVersion(slot.clone(), version)).await?
         }
         Some((old, _)) if old.request != described => {
-            return Err(Error::Unprocessable(format!("Idempotency-Key {key} was used for {}", old.request)))
+            return Err(Error::Unprocessable(format!(
+                "Idempotency-Key {key} was used for another request ({}): a different method, path or body",
+                old.request.split(" sha256:").next().unwrap_or_default()
+            )))
         }
         Some((Record { response: Some(stored), .. }, _)) => return Ok(replay(&stored)),
         Some(_) => false,
@@ -183,7 +197,11 @@ mod tests {
     const KEY: &str = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f";
 
     async fn send(app: &Router, path: &str, key: &str) -> (u16, String) {
-        let request = Request::post(path).header("idempotency-key", key).body(Body::empty()).unwrap();
+        send_body(app, path, key, "").await
+    }
+
+    async fn send_body(app: &Router, path: &str, key: &str, body: &'static str) -> (u16, String) {
+        let request = Request::post(path).header("idempotency-key", key).body(Body::from(body)).unwrap();
         let response = app.clone().oneshot(request).await.unwrap();
         let status = response.status().as_u16();
         let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
@@ -217,6 +235,7 @@ mod tests {
         assert_eq!(send(&app, "/x", KEY).await, (409, "answer 1".into()), "replayed");
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert_eq!(send(&app, "/y", KEY).await.0, 422, "a key belongs to one request");
+        assert_eq!(send_body(&app, "/x", KEY, "{}").await.0, 422, "and to one body");
         assert_eq!(send(&app, "/x", "not-a-uuid").await.0, 400);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     }

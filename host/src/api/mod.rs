@@ -4,6 +4,7 @@
 
 mod catalog_config;
 mod credentials;
+mod detach;
 mod endpoints;
 mod health;
 pub mod idempotency;
@@ -87,8 +88,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/config", get(catalog_config::get_config))
         .merge(catalog)
         .nest("/management/v1", management::routes())
-        // Layers run outside in: authenticate first, then replay an idempotent request.
+        // Layers run outside in: authenticate first, detach a mutating request from
+        // its connection, then replay an idempotent request.
         .route_layer(axum::middleware::from_fn_with_state(state.idempotency.clone(), idempotency::idempotent))
+        .route_layer(axum::middleware::from_fn(detach::run_to_completion))
         .route_layer(axum::middleware::from_fn_with_state(state.auth.clone(), require_caller));
     Router::new()
         .merge(authenticated)
