@@ -276,7 +276,10 @@ async fn credentials_are_checked() {
     assert!(s.credential.is_none());
     let me = s.login("acme_reader", SECRET);
     let who = me.send(Method::GET, "/management/v1/whoami", None).await;
-    assert_eq!(who, (200, json!({"name": "acme_reader", "tenant": "acme", "role": "reader", "server-admin": false})));
+    // A principal of the configuration file is identified by its name.
+    let expected =
+        json!({"id": "acme_reader", "name": "acme_reader", "tenant": "acme", "role": "reader", "server-admin": false});
+    assert_eq!(who, (200, expected));
 }
 
 /// Walks the root listing as `api`, `size` at a time.
@@ -325,4 +328,45 @@ async fn paging_fills_pages_with_visible_items_only() {
             assert_eq!(page.len(), 5, "{viewer}: every page but the last is full: {pages:?}");
         }
     }
+}
+
+/// A principal is its id, not its name: deleting `bob` ends his tokens and grants,
+/// and a new `bob` (in another tenant) inherits neither.
+#[tokio::test]
+async fn a_principal_created_again_under_a_deleted_name_inherits_nothing() {
+    let s = Server::start("");
+    let admin: &Api = &s;
+    for tenant in ["acme", "evil"] {
+        let created = admin.send(Method::POST, "/management/v1/tenants", Some(json!({"name": tenant}))).await;
+        assert_eq!(created.0, 201, "{}", created.1);
+    }
+    assert_eq!(admin.post("/namespaces", json!({"namespace": ["secret"]})).await.0, 200);
+    let (first_id, first_bob) = create_bob(&s, "acme").await;
+    let grant = json!({"namespace": ["secret"], "privilege": "read", "principal": "bob"});
+    let (status, granted) = admin.send(Method::POST, "/management/v1/grants", Some(grant)).await;
+    assert_eq!(status, 201, "{granted}");
+    assert_eq!(granted["grantee"]["principal"], first_id.as_str(), "a grant names the principal's id");
+    assert_eq!(first_bob.get("/namespaces/secret").await.0, 200);
+
+    assert_eq!(admin.send(Method::DELETE, "/management/v1/principals/bob", None).await.0, 204);
+    assert_error(&first_bob.get("/namespaces/secret").await, 401, "NotAuthorizedException");
+    let (_, grants) = admin.send(Method::GET, "/management/v1/grants", None).await;
+    assert_eq!(grants["grants"], json!([]), "the deleted principal's grants went with it");
+
+    let (second_id, second_bob) = create_bob(&s, "evil").await;
+    assert_ne!(second_id, first_id);
+    assert_error(&second_bob.get("/namespaces/secret").await, 404, "NoSuchNamespaceException");
+    // The first bob's token stays dead: it names the first bob, not whoever is bob now.
+    assert_error(&first_bob.get("/namespaces/secret").await, 401, "NotAuthorizedException");
+    let (_, me) = second_bob.send(Method::GET, "/management/v1/whoami", None).await;
+    assert_eq!((me["id"].as_str(), me["tenant"].as_str()), (Some(second_id.as_str()), Some("evil")));
+}
+
+/// Creates the principal `bob` in `tenant`: its id and a client logged in as it.
+async fn create_bob(s: &Server, tenant: &str) -> (String, Api) {
+    let body = json!({"name": "bob", "tenant": tenant, "role": "reader"});
+    let (status, created) = s.send(Method::POST, "/management/v1/principals", Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let secret = created["client-secret"].as_str().unwrap().to_string();
+    (created["id"].as_str().unwrap().to_string(), s.login("bob", &secret))
 }

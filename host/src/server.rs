@@ -60,6 +60,7 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
     for (name, p) in &auth.principals {
         let role = p.role.parse().map_err(|e| anyhow::anyhow!("auth.principals.{name}.role: {e}"))?;
         let principal = Principal {
+            id: String::new(),
             name: name.clone(),
             tenant: p.tenant.clone(),
             role,
@@ -73,6 +74,7 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
         rand::rng().fill_bytes(&mut bytes);
         let secret = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
         let admin = Principal {
+            id: String::new(),
             name: "admin".into(),
             tenant: "default".into(),
             role: Role::Admin,

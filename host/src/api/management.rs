@@ -55,7 +55,8 @@ fn check_name(what: &str, name: &str) -> Result<(), Error> {
 
 async fn whoami(Extension(Caller(caller)): Extension<Caller>) -> impl IntoResponse {
     axum::Json(json!({
-        "name": caller.name, "tenant": caller.tenant, "role": caller.role, "server-admin": caller.server_admin
+        "id": caller.id(), "name": caller.name, "tenant": caller.tenant, "role": caller.role,
+        "server-admin": caller.server_admin
     }))
 }
 
@@ -112,7 +113,10 @@ struct NewPrincipal {
 }
 
 fn public(p: &Principal, configured: bool) -> serde_json::Value {
-    json!({ "name": p.name, "tenant": p.tenant, "role": p.role, "server-admin": p.server_admin, "configured": configured })
+    json!({
+        "id": p.id(), "name": p.name, "tenant": p.tenant, "role": p.role, "server-admin": p.server_admin,
+        "configured": configured
+    })
 }
 
 async fn list_principals(
@@ -147,6 +151,7 @@ async fn create_principal(
     rand::rng().fill_bytes(&mut bytes);
     let secret = URL_SAFE_NO_PAD.encode(bytes);
     let principal = Principal {
+        id: uuid::Uuid::now_v7().simple().to_string(),
         name: req.name,
         tenant: req.tenant,
         role: req.role,
@@ -176,6 +181,8 @@ async fn delete_principal(
         return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
     }
     directory.remove_principal(&principal.name).await?;
+    // Its tokens stop working now (they name its id); its grants go with it.
+    state.authz.revoke_grantee(&Grantee::Principal(principal.id().to_string())).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -228,9 +235,11 @@ async fn create_grant(
     state.authz.access(caller).await?.require(&resource, Privilege::Manage, not_found(&resource))?;
     let directory = &state.auth.directory;
     let grantee = match (req.principal, req.tenant) {
-        (Some(p), None) if directory.principal(&p).await?.is_some() => Grantee::Principal(p),
+        (Some(p), None) => match directory.principal(&p).await? {
+            Some(principal) => Grantee::Principal(principal.id().to_string()),
+            None => return Err(Error::BadRequest(format!("principal {p} does not exist"))),
+        },
         (None, Some(t)) if directory.tenant_exists(&t).await? => Grantee::Tenant(t),
-        (Some(p), None) => return Err(Error::BadRequest(format!("principal {p} does not exist"))),
         (None, Some(t)) => return Err(Error::BadRequest(format!("tenant {t} does not exist"))),
         _ => return Err(Error::BadRequest("grant to exactly one of principal or tenant".into())),
     };
@@ -242,7 +251,7 @@ async fn list_grants(
     AxState(state): State,
     Extension(Caller(caller)): Extension<Caller>,
 ) -> Result<impl IntoResponse, Error> {
-    let mine = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
+    let mine = [Grantee::Principal(caller.id().to_string()), Grantee::Tenant(caller.tenant.clone())];
     let access = state.authz.access(caller).await?;
     let mut visible = vec![];
     for grant in state.authz.all_grants().await? {

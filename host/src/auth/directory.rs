@@ -37,6 +37,12 @@ impl std::str::FromStr for Role {
 /// Somebody who can call the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Principal {
+    /// Immutable, never reused: tokens and grants name a principal by it, so a
+    /// principal created again under a deleted one's name inherits nothing. Empty for
+    /// principals of the configuration file and those recorded before ids existed:
+    /// their name is their id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     pub name: String,
     pub tenant: String,
     pub role: Role,
@@ -44,6 +50,17 @@ pub struct Principal {
     pub server_admin: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_hash: Option<String>,
+}
+
+impl Principal {
+    /// What tokens and grants name this principal by.
+    pub fn id(&self) -> &str {
+        if self.id.is_empty() {
+            &self.name
+        } else {
+            &self.id
+        }
+    }
 }
 
 const PRINCIPAL: &str = "principal/";

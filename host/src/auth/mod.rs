@@ -19,7 +19,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub use directory::{hash_secret, Directory, Principal, Role};
-pub use tokens::{Oidc, TokenIssuer};
+pub use tokens::{Oidc, TokenIssuer, Verified};
 
 use crate::error::Error;
 
@@ -35,7 +35,7 @@ pub struct Authenticator {
     anonymous: Option<Arc<Principal>>,
     /// Tokens already verified: the principal they name and when they expire. A
     /// signature check costs more than the rest of a loadTable; a lookup does not.
-    verified: Mutex<HashMap<String, (String, u64)>>,
+    verified: Mutex<HashMap<String, Verified>>,
 }
 
 /// Verified tokens remembered at most; the memory is cleared when it fills.
@@ -45,6 +45,7 @@ impl Authenticator {
     pub fn new(directory: Directory, issuer: TokenIssuer, oidc: Option<Oidc>, anonymous: bool) -> Self {
         let anonymous = anonymous.then(|| {
             Arc::new(Principal {
+                id: String::new(),
                 name: "anonymous".into(),
                 tenant: "default".into(),
                 role: Role::Admin,
@@ -66,39 +67,47 @@ impl Authenticator {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
-        let name = self.verify(token)?;
-        self.directory
-            .principal(&name)
+        let verified = self.verify(token)?;
+        let principal = self
+            .directory
+            .principal(&verified.name)
             .await?
-            .map(Arc::new)
-            .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {name}")))
+            .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {}", verified.name)))?;
+        // A token names the principal it was issued to, not whoever holds the name now.
+        if verified.id.as_deref().is_some_and(|id| id != principal.id()) {
+            return Err(Error::NotAuthorized(format!(
+                "the principal {} this token was issued to no longer exists",
+                verified.name
+            )));
+        }
+        Ok(Arc::new(principal))
     }
 
     /// The principal a token names, from memory when it was verified before and has
     /// not expired since.
-    fn verify(&self, token: &str) -> Result<String, Error> {
+    fn verify(&self, token: &str) -> Result<Verified, Error> {
         let now = tokens::now();
-        if let Some((name, exp)) = self.verified.lock().expect("token memory").get(token) {
-            if now < *exp {
-                return Ok(name.clone());
+        if let Some(verified) = self.verified.lock().expect("token memory").get(token) {
+            if now < verified.exp {
+                return Ok(verified.clone());
             }
         }
-        let (name, exp) = match &self.oidc {
+        let verified = match &self.oidc {
             Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token)?,
             _ => self.issuer.verify(token)?,
         };
-        let mut verified = self.verified.lock().expect("token memory");
-        if verified.len() >= VERIFIED_CAPACITY {
-            verified.clear();
+        let mut memory = self.verified.lock().expect("token memory");
+        if memory.len() >= VERIFIED_CAPACITY {
+            memory.clear();
         }
-        verified.insert(token.to_string(), (name.clone(), exp));
-        Ok(name)
+        memory.insert(token.to_string(), verified.clone());
+        Ok(verified)
     }
 
     /// The client-credentials grant: a token for a principal that proves its secret.
     pub async fn client_credentials(&self, client_id: &str, client_secret: &str) -> Result<(String, u64), Error> {
         match self.directory.verify(client_id, client_secret).await? {
-            Some(principal) => Ok(self.issuer.issue(&principal.name)),
+            Some(principal) => Ok(self.issuer.issue(&principal.name, principal.id())),
             None => Err(Error::NotAuthorized("invalid client credentials".into())),
         }
     }

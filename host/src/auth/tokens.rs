@@ -17,6 +17,9 @@ const SELF_ISSUER: &str = "rustberg";
 #[derive(Debug, Serialize, Deserialize)]
 struct Claims {
     sub: String,
+    /// The principal's id: a token outlives no principal of its name.
+    #[serde(default)]
+    pid: Option<String>,
     iss: String,
     aud: String,
     iat: u64,
@@ -29,6 +32,15 @@ fn unauthorized(why: impl std::fmt::Display) -> Error {
 
 pub(super) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Who a valid token names: a principal's name, its id when the token carries one,
+/// and when the token expires.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub name: String,
+    pub id: Option<String>,
+    pub exp: u64,
 }
 
 /// Signs and verifies this server's own tokens.
@@ -48,11 +60,12 @@ impl TokenIssuer {
         Self { encoding: EncodingKey::from_secret(key), decoding: DecodingKey::from_secret(key), validation, lifetime }
     }
 
-    /// A token for `principal`, and its lifetime in seconds.
-    pub fn issue(&self, principal: &str) -> (String, u64) {
+    /// A token for the principal `name` with id `id`, and its lifetime in seconds.
+    pub fn issue(&self, name: &str, id: &str) -> (String, u64) {
         let iat = now();
         let claims = Claims {
-            sub: principal.to_string(),
+            sub: name.to_string(),
+            pid: Some(id.to_string()),
             iss: SELF_ISSUER.into(),
             aud: SELF_ISSUER.into(),
             iat,
@@ -63,9 +76,9 @@ impl TokenIssuer {
     }
 
     /// The principal a token was issued to, and when the token expires.
-    pub fn verify(&self, token: &str) -> Result<(String, u64), Error> {
+    pub fn verify(&self, token: &str) -> Result<Verified, Error> {
         decode::<Claims>(token, &self.decoding, &self.validation)
-            .map(|data| (data.claims.sub, data.claims.exp))
+            .map(|data| Verified { name: data.claims.sub, id: data.claims.pid, exp: data.claims.exp })
             .map_err(unauthorized)
     }
 }
@@ -99,7 +112,7 @@ impl Oidc {
     }
 
     /// The principal a valid token names, and when the token expires.
-    pub fn verify(&self, token: &str) -> Result<(String, u64), Error> {
+    pub fn verify(&self, token: &str) -> Result<Verified, Error> {
         let header = decode_header(token).map_err(unauthorized)?;
         if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
             return Err(unauthorized("symmetric algorithms are not accepted from the identity provider"));
@@ -119,7 +132,8 @@ impl Oidc {
             decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation).map_err(unauthorized)?;
         let exp = data.claims.get("exp").and_then(|v| v.as_u64()).ok_or_else(|| unauthorized("no exp claim"))?;
         let name = data.claims.get(&self.claim).and_then(|v| v.as_str()).map(str::to_string);
-        Ok((name.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?, exp))
+        let name = name.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?;
+        Ok(Verified { name, id: None, exp })
     }
 }
 
@@ -135,14 +149,15 @@ mod tests {
     #[test]
     fn own_tokens_verify_and_expire() {
         let issuer = TokenIssuer::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(60));
-        let (token, lifetime) = issuer.issue("alice");
+        let (token, lifetime) = issuer.issue("alice", "id-1");
         assert_eq!(lifetime, 60);
-        assert_eq!(issuer.verify(&token).unwrap().0, "alice");
+        let verified = issuer.verify(&token).unwrap();
+        assert_eq!((verified.name.as_str(), verified.id.as_deref()), ("alice", Some("id-1")));
         assert!(is_self_issued(&token));
         let other = TokenIssuer::new(b"another key of thirty-two bytes!", Duration::from_secs(60));
         assert!(other.verify(&token).is_err(), "signed with another key");
         let expired = TokenIssuer::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(0));
-        let (old, _) = expired.issue("alice");
+        let (old, _) = expired.issue("alice", "id-1");
         std::thread::sleep(Duration::from_millis(1100));
         assert!(issuer.verify(&old).is_err(), "expired");
     }

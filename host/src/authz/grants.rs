@@ -82,6 +82,11 @@ impl Authorizer {
         self.revoke_where(|g| resource.covers(&g.resource)).await.map(|_| ())
     }
 
+    /// Revokes every grant held by `grantee` (a deleted principal).
+    pub async fn revoke_grantee(&self, grantee: &Grantee) -> Result<(), Error> {
+        self.revoke_where(|g| &g.grantee == grantee).await.map(|_| ())
+    }
+
     /// Moves the grants on a table or view to its new name after a rename.
     pub async fn move_grants(&self, from: &Resource, to: &Resource) -> Result<(), Error> {
         for grant in self.revoke_where(|g| &g.resource == from).await? {

@@ -187,7 +187,7 @@ impl Authorizer {
 
     /// Everything needed to decide for one caller during one request.
     pub async fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
-        let grantees = [Grantee::Principal(caller.name.clone()), Grantee::Tenant(caller.tenant.clone())];
+        let grantees = [Grantee::Principal(caller.id().to_string()), Grantee::Tenant(caller.tenant.clone())];
         Ok(Access { caller, grantees, mount_owners: self.mount_owners.clone(), snapshot: self.current().await? })
     }
 }
