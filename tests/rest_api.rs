@@ -338,3 +338,28 @@ async fn idempotency_keys_replay_the_final_response() {
     assert_eq!(other.status(), 422);
     assert_eq!(s.head("/namespaces/twice").await, 404, "nothing ran");
 }
+
+/// A page token belongs to one listing: used on another (other namespace, or views
+/// instead of tables), it restarts that listing instead of seeking in it.
+#[tokio::test]
+async fn a_page_token_from_another_listing_restarts_it() {
+    let s = Server::start("");
+    for ns in ["x", "y"] {
+        assert_eq!(s.post("/namespaces", json!({"namespace": [ns]})).await.0, 200);
+    }
+    for name in ["k", "l", "m"] {
+        create_table(&s, "x", name).await;
+    }
+    for name in ["a", "b", "c", "n", "o"] {
+        create_table(&s, "y", name).await;
+    }
+    let (_, first) = s.get("/namespaces/x/tables?pageToken=&pageSize=2").await;
+    let token = first["next-page-token"].as_str().expect("more tables follow").to_string();
+    let (status, other) = s.get(&format!("/namespaces/y/tables?pageToken={token}&pageSize=2")).await;
+    assert_eq!(status, 200, "{other}");
+    let names: Vec<&str> =
+        other["identifiers"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b"], "restarted, not resumed after x's cursor");
+    let (_, views) = s.get(&format!("/namespaces/x/views?pageToken={token}&pageSize=2")).await;
+    assert_eq!(views["identifiers"], json!([]));
+}

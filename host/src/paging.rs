@@ -1,9 +1,13 @@
 //! Page tokens and filtered paging.
 //!
-//! A token names a cursor space (the root catalog, later one mount) and a backend
-//! cursor in it ("after this item"), under an HMAC with the server key. A token
-//! that does not verify, or belongs to another space, restarts the listing: a
-//! repeated page is visible to a client, a wrong seek is not.
+//! A token names a cursor space — one listing: the mount, what it lists and under
+//! which parent ([`listing`]) — and a backend cursor in it ("after this item"),
+//! under an HMAC with the server key. A token that does not verify, or belongs to
+//! another listing, restarts the listing: a repeated page is visible to a client, a
+//! wrong seek is not.
+//!
+//! A backend cannot make a listing spin: a page that needs more than a bounded
+//! number of backend calls, or a cursor that does not advance, ends in an error.
 //!
 //! Pages are filled with visible items only: the filler keeps asking the backend
 //! for more until the page is full, and hands out the cursor of the last item it
@@ -21,6 +25,16 @@ pub const DEFAULT_PAGE_SIZE: u32 = 100;
 /// The largest page a client may ask for.
 pub const MAX_PAGE_SIZE: u32 = 1000;
 const MAC_LEN: usize = 16;
+/// Backend calls one page may take (a filter hiding almost everything still fits).
+const MAX_CALLS_PER_PAGE: usize = 1_000;
+/// Backend calls a listing of everything may take (batches of [`MAX_PAGE_SIZE`]).
+const MAX_CALLS_PER_LISTING: usize = 100_000;
+
+/// The cursor space of one listing: `what` (namespaces, tables, views) under
+/// `parent` in the mount whose cursor space is `mount`.
+pub fn listing(mount: &str, what: &str, parent: &[String]) -> String {
+    format!("{mount}\u{1e}{what}\u{1e}{}", parent.join("\u{1f}"))
+}
 
 /// Issues and verifies page tokens.
 #[derive(Clone)]
@@ -106,10 +120,11 @@ pub struct Batch<T> {
 
 /// Fills one page (or everything) with the visible items of the batches `fetch`
 /// returns after a cursor. Returns the items and the cursor to resume after, if
-/// anything may follow.
+/// anything may follow. A backend that makes no progress ends in `stuck(why)`.
 pub async fn fill<T, E, Fut>(
     ask: PageAsk,
     mut fetch: impl FnMut(Option<String>, u32) -> Fut,
+    stuck: impl FnOnce(String) -> E,
 ) -> Result<(Vec<T>, Option<String>), E>
 where
     Fut: Future<Output = Result<Batch<T>, E>>,
@@ -118,13 +133,16 @@ where
         PageAsk::All => (None, None),
         PageAsk::Page { after, size } => (after, Some(size as usize)),
     };
+    let max_calls = if want.is_some() { MAX_CALLS_PER_PAGE } else { MAX_CALLS_PER_LISTING };
     let mut page = Vec::new();
-    loop {
+    for _ in 0..max_calls {
+        let before = after.clone();
         let batch_size = match want {
             Some(want) => (want - page.len()).max(1) as u32,
             None => MAX_PAGE_SIZE,
         };
         let batch = fetch(after.clone(), batch_size).await?;
+        let returned_items = !batch.items.is_empty();
         let mut served_to_end = true;
         for (item, cursor) in batch.items {
             if want.is_some_and(|want| page.len() >= want) {
@@ -146,7 +164,11 @@ where
             // A backend that says "not done" but returned nothing would loop forever.
             return Ok((page, None));
         }
+        if returned_items && after == before {
+            return Err(stuck(format!("its listing cursor did not advance past {before:?}")));
+        }
     }
+    Err(stuck(format!("its listing took more than {max_calls} calls without filling the page")))
 }
 
 #[cfg(test)]
@@ -177,13 +199,45 @@ mod tests {
         let mut pages = vec![];
         let mut after = None;
         loop {
-            let (page, next) = fill(PageAsk::Page { after, size: page_size }, fetch).await.unwrap();
+            let (page, next) = fill(PageAsk::Page { after, size: page_size }, fetch, |_| ()).await.unwrap();
             pages.push(page);
             match next {
                 Some(c) => after = Some(c),
                 None => return pages,
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_backend_that_makes_no_progress_ends_the_listing_in_an_error() {
+        // The same item, with the same cursor, forever.
+        let stuck = |_: Option<String>, _: u32| async {
+            Ok::<_, String>(Batch { items: vec![(None::<u8>, "x".to_string())], done: false })
+        };
+        for ask in [PageAsk::All, PageAsk::Page { after: None, size: 10 }] {
+            let got = fill(ask, stuck, |why| why).await;
+            assert!(got.unwrap_err().contains("did not advance"));
+        }
+        // Ever new cursors, every item hidden: bounded all the same.
+        let counter = std::sync::atomic::AtomicUsize::new(0);
+        let endless = |_: Option<String>, _: u32| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move { Ok::<_, String>(Batch { items: vec![(None::<u8>, n.to_string())], done: false }) }
+        };
+        let got = fill(PageAsk::Page { after: None, size: 10 }, endless, |why| why).await;
+        assert!(got.unwrap_err().contains("more than 1000 calls"));
+        assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), MAX_CALLS_PER_PAGE);
+    }
+
+    #[test]
+    fn each_listing_has_its_own_space() {
+        let tables = listing("root", "tables", &["a".into(), "b".into()]);
+        assert_ne!(tables, listing("root", "views", &["a".into(), "b".into()]));
+        assert_ne!(tables, listing("root", "tables", &["a".into()]));
+        assert_ne!(tables, listing("mount:m", "tables", &["a".into(), "b".into()]));
+        let tokens = PageTokens::new([7; 32]);
+        let token = tokens.issue(&tables, "t1");
+        assert_eq!(tokens.verify(&listing("root", "tables", &["a".into()]), &token), None);
     }
 
     #[tokio::test]

@@ -93,28 +93,37 @@ pub async fn list(
         // A mount root holds namespaces only.
         return Ok(ListTablesResponse { identifiers: vec![], next_page_token: None });
     }
-    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
-    let (names, next) = paging::fill(ask, |after, limit| {
-        let (local, access, ns) = (local.to_vec(), &access, &ns);
-        async move {
-            let page = PageRequest { after, limit };
-            let page = match kind {
-                Kind::Table => mount.backend.list_tables(local, page).await,
-                Kind::View => mount.backend.list_views(local, page).await,
+    let what = match kind {
+        Kind::Table => "tables",
+        Kind::View => "views",
+    };
+    let space = paging::listing(&mount.space, what, local);
+    let ask = PageAsk::from_query(&state.tokens, &space, q.page_token.as_deref(), q.page_size);
+    let (names, next) = paging::fill(
+        ask,
+        |after, limit| {
+            let (local, access, ns) = (local.to_vec(), &access, &ns);
+            async move {
+                let page = PageRequest { after, limit };
+                let page = match kind {
+                    Kind::Table => mount.backend.list_tables(local, page).await,
+                    Kind::View => mount.backend.list_views(local, page).await,
+                }
+                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
+                let mut items = Vec::with_capacity(page.items.len());
+                for entry in page.items {
+                    let visible = access.can_read(&kind.resource(ns, &entry.name))?;
+                    items.push((visible.then_some(entry.name), entry.cursor));
+                }
+                Ok::<_, Error>(Batch { items, done: page.done })
             }
-            .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
-            let mut items = Vec::with_capacity(page.items.len());
-            for entry in page.items {
-                let visible = access.can_read(&kind.resource(ns, &entry.name))?;
-                items.push((visible.then_some(entry.name), entry.cursor));
-            }
-            Ok::<_, Error>(Batch { items, done: page.done })
-        }
-    })
+        },
+        |why| mount.stuck(&why),
+    )
     .await?;
     Ok(ListTablesResponse {
         identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
-        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
+        next_page_token: next.map(|cursor| state.tokens.issue(&space, &cursor)),
     })
 }
 

@@ -76,7 +76,8 @@ async fn list_top_level(
     // A token of the root catalog's cursor space resumes there. Anything else (a
     // mount-name token, none, one this server did not issue) starts in the mount
     // names, after the one it names if any.
-    let root_cursor = token.and_then(|t| tokens.verify(&root.space, t));
+    let root_space = paging::listing(&root.space, "namespaces", &[]);
+    let root_cursor = token.and_then(|t| tokens.verify(&root_space, t));
     let after_mount = token.and_then(|t| tokens.verify(MOUNTS_SPACE, t));
     let want = PageAsk::from_query(tokens, MOUNTS_SPACE, token, size).size().map(|w| w as usize);
     let full = |served: &Vec<Vec<String>>| want.is_some_and(|w| served.len() >= w);
@@ -102,9 +103,11 @@ async fn list_top_level(
         None => PageAsk::All,
         Some(w) => PageAsk::Page { after: root_cursor, size: (w - namespaces.len()) as u32 },
     };
-    let (more, next) = paging::fill(ask, |after, limit| backend_page(root, access, &[], None, after, limit)).await?;
+    let (more, next) =
+        paging::fill(ask, |after, limit| backend_page(root, access, &[], None, after, limit), |why| root.stuck(&why))
+            .await?;
     namespaces.extend(more);
-    Ok(ListNamespacesResponse { namespaces, next_page_token: next.map(|c| tokens.issue(&root.space, &c)) })
+    Ok(ListNamespacesResponse { namespaces, next_page_token: next.map(|c| tokens.issue(&root_space, &c)) })
 }
 
 pub async fn list(
@@ -122,14 +125,18 @@ pub async fn list(
     }
     access.require(&Resource::Namespace(parent.clone()), Privilege::Read, no_such_namespace(&parent))?;
     let (mount, local) = state.mounts.route(&parent);
-    let ask = PageAsk::from_query(&state.tokens, &mount.space, q.page_token.as_deref(), q.page_size);
+    let space = paging::listing(&mount.space, "namespaces", local);
+    let ask = PageAsk::from_query(&state.tokens, &space, q.page_token.as_deref(), q.page_size);
     let local_parent = (!local.is_empty()).then(|| local.to_vec());
-    let (namespaces, next) =
-        paging::fill(ask, |after, limit| backend_page(mount, &access, &parent, local_parent.clone(), after, limit))
-            .await?;
+    let (namespaces, next) = paging::fill(
+        ask,
+        |after, limit| backend_page(mount, &access, &parent, local_parent.clone(), after, limit),
+        |why| mount.stuck(&why),
+    )
+    .await?;
     Ok(axum::Json(ListNamespacesResponse {
         namespaces,
-        next_page_token: next.map(|cursor| state.tokens.issue(&mount.space, &cursor)),
+        next_page_token: next.map(|cursor| state.tokens.issue(&space, &cursor)),
     }))
 }
 

@@ -61,6 +61,11 @@ impl Mount {
         Err(Error::Unsupported(format!("{} does not support {what}", self.label())))
     }
 
+    /// A listing this mount's backend could not advance, naming the mount.
+    pub fn stuck(&self, why: &str) -> Error {
+        Error::Internal(format!("{}: {why}", self.label()))
+    }
+
     /// Refuses a write under a read-only mount.
     pub fn check_writable(&self) -> Result<(), Error> {
         if self.read_only {
