@@ -120,14 +120,21 @@ pub struct Authorizer {
     mount_owners: Arc<HashMap<String, String>>,
     space: KvStore,
     snapshot: RwLock<Arc<Snapshot>>,
+    /// One reload at a time: requests that find the snapshot stale wait for it and
+    /// share its result.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Authorizer {
     /// Loads every owner and grant from the host key space; `mount_owners` are the
     /// owners the mount table declares.
     pub async fn load(space: KvStore, mount_owners: HashMap<String, String>) -> Result<Self, Error> {
-        let authz =
-            Self { mount_owners: Arc::new(mount_owners), space, snapshot: RwLock::new(Arc::new(Snapshot::default())) };
+        let authz = Self {
+            mount_owners: Arc::new(mount_owners),
+            space,
+            snapshot: RwLock::new(Arc::new(Snapshot::default())),
+            reloading: tokio::sync::Mutex::new(()),
+        };
         authz.current().await?;
         Ok(authz)
     }
@@ -143,11 +150,23 @@ impl Authorizer {
         self.reload_if_changed(held).await
     }
 
+    async fn stored_version(&self) -> Result<Option<u64>, Error> {
+        Ok(Some(self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version)))
+    }
+
     async fn reload_if_changed(&self, held: Arc<Snapshot>) -> Result<Arc<Snapshot>, Error> {
-        let version = Some(self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version));
-        if held.version == version {
+        let version = self.stored_version().await?;
+        if held.version >= version {
             return Ok(held);
         }
+        let _one_reload = self.reloading.lock().await;
+        // Whoever held the lock before may have loaded this version already.
+        let installed = self.snapshot.read().expect("authorization snapshot").clone();
+        if installed.version >= version {
+            return Ok(installed);
+        }
+        // The version is read before the state, so the state is at least that new.
+        let version = self.stored_version().await?;
         let mut snapshot = Snapshot { version, ..Snapshot::default() };
         let owners = self.space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).await.map_err(store_err)?;
         for entry in owners {
@@ -157,9 +176,17 @@ impl Authorizer {
         for grant in grants::load(&self.space).await? {
             snapshot.grants.entry(grant.grantee.clone()).or_default().push(grant);
         }
-        let snapshot = Arc::new(snapshot);
-        *self.snapshot.write().expect("authorization snapshot") = snapshot.clone();
-        Ok(snapshot)
+        Ok(self.install(Arc::new(snapshot)))
+    }
+
+    /// Installs `snapshot` unless a newer one is installed already (stored versions
+    /// only grow); the one installed afterwards.
+    fn install(&self, snapshot: Arc<Snapshot>) -> Arc<Snapshot> {
+        let mut installed = self.snapshot.write().expect("authorization snapshot");
+        if snapshot.version >= installed.version {
+            *installed = snapshot;
+        }
+        installed.clone()
     }
 
     /// Writes a change, with the version key, in one commit.
@@ -269,6 +296,34 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_older_snapshot_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::storage::kv::RedbStore::open(&dir.path().join("h.redb")).unwrap();
+        let authz = Authorizer::load(KvStore::Redb(store.space("h").unwrap()), HashMap::new()).await.unwrap();
+        let newer = Arc::new(Snapshot { version: Some(7), ..Snapshot::default() });
+        assert_eq!(authz.install(newer).version, Some(7));
+        let older = Arc::new(Snapshot { version: Some(5), ..Snapshot::default() });
+        assert_eq!(authz.install(older).version, Some(7), "a late reload of an older version is dropped");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_changes_all_reach_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::storage::kv::RedbStore::open(&dir.path().join("h.redb")).unwrap();
+        let authz = Arc::new(Authorizer::load(KvStore::Redb(store.space("h").unwrap()), HashMap::new()).await.unwrap());
+        let changes: Vec<_> = (0..32)
+            .map(|i| {
+                let authz = authz.clone();
+                tokio::spawn(async move { authz.set_owner(&format!("ns{i}"), "acme").await.unwrap() })
+            })
+            .collect();
+        for change in changes {
+            change.await.unwrap();
+        }
+        assert_eq!(authz.current().await.unwrap().owners.len(), 32);
+    }
 
     fn ns(parts: &[&str]) -> Vec<String> {
         parts.iter().map(|s| s.to_string()).collect()
