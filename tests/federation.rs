@@ -304,6 +304,22 @@ fn start_up_refuses_what_it_cannot_mount() {
         ("component importing http", mount("greedy", &greedy, &redb), "rustberg:catalog/http"),
         ("duplicate names", format!("{}{}", mount("twice", "native", &redb), mount("twice", "native", &redb)), "twice"),
         ("no owner", "[mount.orphan]\nbackend = \"native\"\ncatalog_url = \"redb:///tmp/o.redb\"\n".into(), "owner"),
+        (
+            "an owner tenant that does not exist",
+            mount("x", "native", &redb).replace("\"default\"", "\"nobody\""),
+            "nobody",
+        ),
+        (
+            "two mounts on one store",
+            format!("{}{}", mount("one", "native", &redb), mount("two", "native", &redb)),
+            "same catalog_url",
+        ),
+        (
+            "a rest timeout above the call timeout",
+            mount("far", "rest", "http://127.0.0.1:9") + "request_timeout_ms = 9000\n",
+            "mount.far.request_timeout_ms (9000) is above plugins.call_timeout_ms (5000)",
+        ),
+        ("no instance slots", "[plugins]\npool_size = 0\n".into(), "plugins.pool_size is 0"),
     ] {
         let output = match Server::try_start(&toml) {
             Ok(_) => panic!("{case}: the server started"),

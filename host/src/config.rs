@@ -54,7 +54,7 @@ fn default_request_timeout_ms() -> u64 {
 }
 
 /// Where a native catalog keeps its state.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CatalogUrl {
     /// An embedded redb file.
     Redb(PathBuf),
@@ -310,6 +310,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, source: toml::de::Error },
     #[error("invalid value for {key}: {reason}")]
     Invalid { key: &'static str, reason: String },
+    #[error("the configuration cannot work:\n  - {}", .0.join("\n  - "))]
+    Contradictions(Vec<String>),
 }
 
 impl Config {
@@ -318,6 +320,47 @@ impl Config {
         let text =
             std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
+    }
+
+    /// Refuses limits and mounts that cannot work together, listing every problem.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let limits = &self.plugins;
+        for (key, value) in [
+            ("plugins.call_timeout_ms", limits.call_timeout_ms),
+            ("plugins.memory_limit_mib", limits.memory_limit_mib),
+            ("plugins.pool_size", limits.pool_size as u64),
+            ("plugins.recycle_after_calls", limits.recycle_after_calls),
+        ] {
+            if value == 0 {
+                problems.push(format!("{key} is 0: no backend call could run"));
+            }
+        }
+        let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
+        for (name, mount) in &self.mounts {
+            if mount.backend == "rest" {
+                if mount.request_timeout_ms > limits.call_timeout_ms {
+                    problems.push(format!(
+                        "mount.{name}.request_timeout_ms ({}) is above plugins.call_timeout_ms ({}): the call would                          be cut off before the remote's answer could be reported",
+                        mount.request_timeout_ms, limits.call_timeout_ms
+                    ));
+                }
+                continue;
+            }
+            if let Ok(url) = CatalogUrl::parse(&mount.catalog_url) {
+                if let Some(other) = stores.insert(url, name) {
+                    problems.push(format!(
+                        "mount.{name} and mount.{other} use the same catalog_url: one store would serve two catalogs"
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            problems.sort();
+            Err(ConfigError::Contradictions(problems))
+        }
     }
 
     /// The data directory as an absolute path.
@@ -343,5 +386,44 @@ impl Config {
             None => format!("file://{}", self.data_dir().join("warehouse").display()),
         };
         warehouse_url(&location).map_err(|reason| ConfigError::Invalid { key: "storage.warehouse_location", reason })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contradictions_are_all_listed() {
+        let config: Config = toml::from_str(
+            r#"
+            [plugins]
+            call_timeout_ms = 1000
+            pool_size = 0
+            [mount.a]
+            backend = "native"
+            catalog_url = "redb:///x/a.redb"
+            owner = "t"
+            [mount.b]
+            backend = "native"
+            catalog_url = "redb:///x/a.redb"
+            owner = "t"
+            [mount.r]
+            backend = "rest"
+            catalog_url = "http://127.0.0.1:1"
+            owner = "t"
+            request_timeout_ms = 5000
+            "#,
+        )
+        .unwrap();
+        let message = config.check().unwrap_err().to_string();
+        for expected in [
+            "plugins.pool_size is 0",
+            "mount.b and mount.a use the same catalog_url",
+            "mount.r.request_timeout_ms (5000)",
+        ] {
+            assert!(message.contains(expected), "{expected} in {message}");
+        }
+        assert!(Config::default().check().is_ok());
     }
 }

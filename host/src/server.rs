@@ -96,6 +96,7 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
 
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
+    config.check().map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     let data_dir = config.data_dir();
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
     println!("rustberg: data directory {}", data_dir.display());
@@ -123,6 +124,16 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     println!("rustberg: warehouse {}", warehouse.root());
     let tokens = PageTokens::new(server_key(&host, "page-token").await?);
     let auth = Arc::new(authenticator(config, &host).await?);
+    for (name, mount) in &config.mounts {
+        let anonymous_tenant = config.auth.anonymous && mount.owner == "default";
+        if !anonymous_tenant && !auth.directory.tenant_exists(&mount.owner).await? {
+            anyhow::bail!(
+                "refusing to start: mount `{name}` names owner {:?}, a tenant that does not exist \
+                 (create it, or give a principal of the configuration that tenant)",
+                mount.owner
+            );
+        }
+    }
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
