@@ -66,3 +66,26 @@ fn a_component_importing_more_than_granted_is_refused() {
     assert!(output.contains("rustberg:catalog/http"), "names the import: {output}");
     assert!(output.contains("root catalog"), "names the mount: {output}");
 }
+
+/// A mount runs at most `pool_size` calls at once: a call that finds every slot taken
+/// by a stuck one waits briefly, then fails with 503 naming the mount, and the mount
+/// serves again once the slot is free.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mount_busy_with_stuck_calls_refuses_more_with_503() {
+    let component = components_dir().join("misbehave.wasm");
+    let s = Server::start(&format!(
+        "[storage]\nbackend = \"{}\"\n[plugins]\ncall_timeout_ms = 600\npool_size = 1\n",
+        component.display()
+    ));
+    let stuck = s.post("/namespaces", json!({"namespace": ["loop"]}));
+    let waiting = async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        s.post("/namespaces", json!({"namespace": ["fine"]})).await
+    };
+    let (stuck, refused) = tokio::join!(stuck, waiting);
+    assert_error(&stuck, 500, "InternalServerError");
+    assert_error(&refused, 503, "ServiceUnavailableException");
+    let message = refused.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("root catalog") && message.contains("busy"), "{message}");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["fine"]})).await.0, 200, "served again");
+}

@@ -137,7 +137,13 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants = Grants { label: "root catalog".into(), kv: Some(root_kv), http: None, config: Default::default() };
+    let grants = Grants {
+        label: "root catalog".into(),
+        kv: Some(root_kv),
+        http: None,
+        config: Default::default(),
+        log_budget: Default::default(),
+    };
     let wasm = builtin::component(config.storage.backend.as_deref().unwrap_or("native"))
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants).await.context("refusing to start")?;

@@ -101,13 +101,13 @@ async fn open_one(
     let remote = mount.backend == "rest";
     let grants = if remote {
         let (http, settings) = remote_grant(mount)?;
-        Grants { label, kv: None, http: Some(http), config: RwLock::new(settings) }
+        Grants { label, kv: None, http: Some(http), config: RwLock::new(settings), log_budget: Default::default() }
     } else {
         if mount.token_env.is_some() {
             tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
         }
         let kv = open_store(mount, &config.root_catalog()?).await?;
-        Grants { label, kv: Some(kv), http: None, config: Default::default() }
+        Grants { label, kv: Some(kv), http: None, config: Default::default(), log_budget: Default::default() }
     };
     let pool = runtime.load(wasm, grants).await?;
     let backend = Backend::open(pool).await?;

@@ -24,6 +24,45 @@ pub struct Grants {
     pub http: Option<HttpGrant>,
     /// Values the backend reads through `config` (it adds what it discovered at open).
     pub config: RwLock<Vec<(String, String)>>,
+    /// How many log lines the backend may still write this second.
+    pub log_budget: LogBudget,
+}
+
+/// Rows one `kv.scan` returns at most, whatever limit the guest asks for.
+pub const MAX_SCAN_ROWS: usize = 10_000;
+/// Log lines one mount's backend may write per second; the rest are counted and dropped.
+const LOG_LINES_PER_SECOND: u32 = 100;
+
+/// A per-second budget of guest log lines.
+#[derive(Debug, Default)]
+pub struct LogBudget(std::sync::Mutex<Option<(std::time::Instant, u32, u64)>>);
+
+/// What to do with one guest log line.
+enum LogTurn {
+    Write,
+    Drop,
+    /// Write it, after saying how many were dropped in the last second.
+    WriteAfterDropping(u64),
+}
+
+impl LogBudget {
+    fn take(&self) -> LogTurn {
+        let now = std::time::Instant::now();
+        let mut state = self.0.lock().expect("log budget");
+        let (since, written, dropped) = state.get_or_insert((now, 0, 0));
+        if now.duration_since(*since) >= std::time::Duration::from_secs(1) {
+            let before = *dropped;
+            *state = Some((now, 1, 0));
+            return if before > 0 { LogTurn::WriteAfterDropping(before) } else { LogTurn::Write };
+        }
+        if *written < LOG_LINES_PER_SECOND {
+            *written += 1;
+            LogTurn::Write
+        } else {
+            *dropped += 1;
+            LogTurn::Drop
+        }
+    }
 }
 
 impl Grants {
@@ -103,7 +142,7 @@ impl kv::Host for HostState {
     ) -> wasmtime::Result<Result<Vec<kv::Entry>, WitError>> {
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
         Ok(space
-            .scan(&start, end.as_deref(), limit as usize)
+            .scan(&start, end.as_deref(), (limit as usize).min(MAX_SCAN_ROWS))
             .await
             .map(|rows| rows.into_iter().map(entry).collect())
             .map_err(kv_error))
@@ -133,6 +172,13 @@ impl kv::Host for HostState {
 impl log::Host for HostState {
     async fn log(&mut self, level: log::Level, message: String) -> wasmtime::Result<()> {
         let mount = self.grants.label.as_str();
+        match self.grants.log_budget.take() {
+            LogTurn::Write => {}
+            LogTurn::Drop => return Ok(()),
+            LogTurn::WriteAfterDropping(dropped) => {
+                tracing::warn!(mount, dropped, "the backend logged too much: lines dropped")
+            }
+        }
         match level {
             log::Level::Trace => tracing::trace!(mount, "{message}"),
             log::Level::Debug => tracing::debug!(mount, "{message}"),
@@ -163,5 +209,17 @@ impl http::Host for HostState {
             Some(grant) => grant.send(req).await,
             None => Err(WitError::Unsupported(format!("{} grants no outbound HTTP", self.grants.label))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_logs_at_most_its_budget_per_second() {
+        let budget = LogBudget::default();
+        let written = (0..1000).filter(|_| !matches!(budget.take(), LogTurn::Drop)).count();
+        assert_eq!(written, LOG_LINES_PER_SECOND as usize);
     }
 }

@@ -7,6 +7,9 @@ use std::time::Duration;
 use super::bindings::rustberg::catalog::http::{Request, Response};
 use super::bindings::WitError;
 
+/// The largest remote response a backend is handed.
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
 /// What a mount lets its backend reach.
 pub struct HttpGrant {
     /// `scheme://host[:port]`, no path.
@@ -61,7 +64,17 @@ impl HttpGrant {
             .iter()
             .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
             .collect();
-        let body = response.bytes().await.map_err(|e| self.transport_error(&url, e))?.to_vec();
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport_error(&url, e))? {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(WitError::Unavailable(format!(
+                    "{url} answered more than {} MiB; refused",
+                    MAX_RESPONSE_BYTES >> 20
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
         Ok(Response { status, headers, body })
     }
 

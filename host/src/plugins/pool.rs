@@ -33,11 +33,15 @@ pub struct InstancePool {
     grants: Arc<Grants>,
     limits: PluginLimits,
     idle: Mutex<Vec<Instance>>,
+    /// Calls running at once on this mount, at most `pool_size`: one slow or hostile
+    /// mount cannot take every instance slot.
+    running: tokio::sync::Semaphore,
 }
 
 impl InstancePool {
     pub(super) fn new(pre: CatalogHostPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> Self {
-        Self { pre, grants, limits, idle: Mutex::new(Vec::new()) }
+        let running = tokio::sync::Semaphore::new(limits.pool_size);
+        Self { pre, grants, limits, idle: Mutex::new(Vec::new()), running }
     }
 
     /// How the mount is named in messages.
@@ -100,6 +104,16 @@ impl InstancePool {
     where
         F: for<'a> FnOnce(&'a mut Store<HostState>, &'a CatalogHost) -> CallFuture<'a, R>,
     {
+        // Excess calls wait briefly (half a call's budget), then give up naming the mount.
+        let _slot = match tokio::time::timeout(self.limits.call_timeout() / 2, self.running.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            _ => {
+                return Err(self.failure(
+                    BackendErrorKind::Unavailable,
+                    format!("the backend is busy: all {} of its call slots stayed taken", self.limits.pool_size),
+                ))
+            }
+        };
         let mut instance = match self.checkout() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {

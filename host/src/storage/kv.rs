@@ -67,7 +67,13 @@ impl KvStore {
     /// Applies every write if every check holds, atomically and durably.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
         match self {
-            KvStore::Redb(s) => s.commit(checks, writes),
+            // A redb commit waits for an fsync: on a blocking thread, not an async worker.
+            KvStore::Redb(s) => {
+                let (s, checks, writes) = (s.clone(), checks.to_vec(), writes.to_vec());
+                tokio::task::spawn_blocking(move || s.commit(&checks, &writes))
+                    .await
+                    .map_err(|e| KvError::Store(format!("the commit did not finish: {e}")))?
+            }
             KvStore::Postgres(s) => s.commit(checks, writes).await,
         }
     }
