@@ -12,28 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 RB_PORT=${RB_PORT:-18183}
-target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --quiet --bin rustberg
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-
-cat > "$work/rustberg.toml" <<TOML
-[server]
-listen = "127.0.0.1:$RB_PORT"
-data_dir = "$work/data"
-TOML
-RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$RB_PORT/ready" > /dev/null && break; sleep 0.1; done
-
-credential=$(grep -o 'credential admin:[^ ]*' "$work/rustberg.log" | head -1 | cut -d' ' -f2)
-token=$(curl -sf "http://127.0.0.1:$RB_PORT/v1/oauth/tokens" -d grant_type=client_credentials \
-  -d "client_id=${credential%%:*}" -d "client_secret=${credential#*:}" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
-api="http://127.0.0.1:$RB_PORT/v1/catalog"
+source bench/start_rustberg.sh
+start_rustberg "$RB_PORT"
 curl -sf -H "Authorization: Bearer $token" -X POST "$api/namespaces" -H 'content-type: application/json' \
   -d '{"namespace":["bench"]}' > /dev/null
 
-# Each wrk connection numbers its own tables, so every request is a new table.
+# Every request creates a table of a new name.
 cat > "$work/create.lua" <<'LUA'
 -- A run id per wrk run (seeded from the clock) and a counter: every name is new.
 math.randomseed(os.time() + math.floor(os.clock() * 1e6))

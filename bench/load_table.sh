@@ -15,25 +15,10 @@ NOOP_PORT=${NOOP_PORT:-18182}
 target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --quiet --bin rustberg --example noop_server
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-
-cat > "$work/rustberg.toml" <<TOML
-[server]
-listen = "127.0.0.1:$RB_PORT"
-data_dir = "$work/data"
-TOML
-RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$RB_PORT/ready" > /dev/null && break; sleep 0.1; done
-
-# Authenticate as the admin the server minted (printed at start-up).
-credential=$(grep -o 'credential admin:[^ ]*' "$work/rustberg.log" | head -1 | cut -d' ' -f2)
-token=$(curl -sf "http://127.0.0.1:$RB_PORT/v1/oauth/tokens" -d grant_type=client_credentials \
-  -d "client_id=${credential%%:*}" -d "client_secret=${credential#*:}" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
+source bench/start_rustberg.sh
+start_rustberg "$RB_PORT"
 auth="Authorization: Bearer $token"
 curl() { command curl -H "$auth" "$@"; }
-
-api="http://127.0.0.1:$RB_PORT/v1/catalog"
 json='content-type: application/json'
 curl -sf -X POST "$api/namespaces" -H "$json" -d '{"namespace":["bench"]}' > /dev/null
 fields=$(for i in $(seq 1 12); do printf '{"id":%d,"name":"c%d","type":"%s","required":false},' "$i" "$i" "$([ $((i % 2)) = 0 ] && echo string || echo long)"; done)

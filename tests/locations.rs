@@ -307,6 +307,14 @@ async fn namespace_locations_nest_and_stay() {
     let location = table["metadata"]["location"].as_str().unwrap();
     assert!(location.starts_with(&format!("{wh}/custom place/deeper/t-")), "{location}");
 
+    // A dropped namespace releases its location for the next one.
+    let spot = json!({"location": format!("{wh}/spot")});
+    assert_eq!(acme.post("/namespaces", json!({"namespace": ["first"], "properties": spot})).await.0, 200);
+    let second = json!({"namespace": ["second"], "properties": spot});
+    assert_error(&acme.post("/namespaces", second.clone()).await, 409, "AlreadyExistsException");
+    assert_eq!(acme.delete("/namespaces/first").await.0, 204);
+    assert_eq!(acme.post("/namespaces", second).await.0, 200);
+
     let change = json!({"updates": {"location": format!("{wh}/other")}});
     assert_error(&acme.post("/namespaces/db/properties", change).await, 400, "BadRequestException");
     let remove = json!({"removals": ["location"]});

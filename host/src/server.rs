@@ -148,7 +148,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let root = Mount {
+    let mut root = Mount {
         name: None,
         space: ROOT_SPACE.into(),
         backend,
@@ -159,7 +159,6 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
 
     let mut named = open_mounts(config, &runtime, &index).await?;
     refuse_shadowing(&root, named.keys()).await?;
-    let mut root = root;
     exclude_nested_warehouses(std::iter::once(&mut root).chain(named.values_mut()));
     let mounts = Mounts::new(root, named);
     crate::tables::backfill::backfill(&mounts, &host)

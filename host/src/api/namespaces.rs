@@ -234,10 +234,6 @@ pub async fn drop(
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "be dropped")?;
     mount.check_writable()?;
-    let location = match &mount.warehouse {
-        Some(_) => locations::chain(mount, local).await.ok().map(|chain| chain.own().clone()),
-        None => None,
-    };
     match mount.backend.drop_namespace(local.to_vec()).await {
         Ok(()) => {}
         Err(e) if e.kind == BackendErrorKind::Conflict => {
@@ -245,8 +241,8 @@ pub async fn drop(
         }
         Err(e) => return Err(Error::from_backend(e, absent(&ns))),
     }
-    if let (Some(warehouse), Some(location)) = (&mount.warehouse, &location) {
-        locations::release_all(warehouse, location).await;
+    if let Some(warehouse) = &mount.warehouse {
+        locations::release_id(warehouse, &ClaimId::of_namespace(&mount.space, local)).await;
     }
     // Nothing created later under this name may inherit its grants or its owner.
     state.authz.revoke_within(&resource).await?;

@@ -6,8 +6,6 @@
 //! at its next start and skips what it claimed. Something that cannot be claimed
 //! (an older table overlapping another) is logged and left as it is.
 
-use serde::Deserialize;
-
 use super::locations::{self, Placement};
 use crate::error::Error;
 use crate::mounts::{Mount, Mounts};
@@ -114,16 +112,12 @@ async fn namespace(mount: &Mount, ns: &[String]) -> Result<usize, Error> {
 /// Claims one table's or view's location, where nothing claims it yet. Its
 /// namespaces are not checked: an older table may lie anywhere in the warehouse.
 async fn member(mount: &Mount, ident: &Ident, kind: ClaimKind) -> usize {
-    #[derive(Deserialize)]
-    struct Located {
-        location: String,
-    }
     let loaded = match kind {
         ClaimKind::View => mount.backend.load_view(ident.clone()).await,
         _ => mount.backend.load_table(ident.clone(), None).await,
     };
-    let location = match loaded.map(|pointer| serde_json::from_str::<Located>(&pointer.metadata_json)) {
-        Ok(Ok(located)) => located.location,
+    let location = match loaded.map(|pointer| locations::recorded_location(&pointer.metadata_json)) {
+        Ok(Ok(location)) => location,
         _ => {
             tracing::warn!(mount = mount.label(), name = %ident.name, "location index: cannot read its location");
             return 0;

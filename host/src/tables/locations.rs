@@ -130,6 +130,42 @@ pub async fn place_namespace(
     Ok(Placement { location, chain })
 }
 
+/// The location a table's or view's stored metadata JSON records, read without
+/// parsing the rest of it.
+pub fn recorded_location(metadata_json: &str) -> Result<String, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Located {
+        location: String,
+    }
+    serde_json::from_str::<Located>(metadata_json).map(|l| l.location)
+}
+
+/// Checks a metadata file a client asks to register: it lies under the namespace's
+/// location (the only place this request may read).
+pub fn registered_file(warehouse: &Warehouse, chain: &Chain, raw: &str) -> Result<Location, Error> {
+    let file = warehouse.locate(raw).map_err(bad_location("the metadata location", raw))?;
+    file.require_strictly_within(chain.own()).map_err(bad_location("the metadata location", raw))?;
+    Ok(file)
+}
+
+/// Checks the location a registered metadata `file` names: under the namespace's
+/// location, and holding the file.
+pub fn registered_location(
+    warehouse: &Warehouse,
+    chain: &Chain,
+    file: &Location,
+    raw: &str,
+) -> Result<Location, Error> {
+    let location = warehouse.locate(raw).map_err(bad_location("the location in the metadata", raw))?;
+    location.require_strictly_within(chain.own()).map_err(bad_location("the location in the metadata", raw))?;
+    if !file.is_strictly_within(&location) {
+        return Err(Error::BadRequest(format!(
+            "the metadata file {file} is not under the location {location} it names"
+        )));
+    }
+    Ok(location)
+}
+
 /// The claim to release when a change did not apply: a location newly claimed for it.
 #[derive(Debug, Clone)]
 pub struct NewClaim {
@@ -180,15 +216,19 @@ pub async fn abandon(warehouse: &Warehouse, file: Option<&str>, claim: &Option<N
     }
 }
 
-/// Releases every location held by whatever holds `location` (a dropped table,
-/// view or namespace).
+/// Releases every location held by whatever holds `location` (a dropped table or view).
 pub async fn release_all(warehouse: &Warehouse, location: &Location) {
-    let released = match warehouse.index().holder(location).await {
-        Ok(Some(id)) => warehouse.index().release(id).await.map(|_| ()),
-        Ok(None) => Ok(()),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = released {
-        tracing::warn!(location = %location, error = %e, "could not release the location claims of a dropped entry");
+    match warehouse.index().holder(location).await {
+        Ok(Some(id)) => release_id(warehouse, &id).await,
+        Ok(None) => {}
+        Err(e) => tracing::warn!(location = %location, error = %e, "could not release the claims of a dropped entry"),
+    }
+}
+
+/// Releases every location `id` holds (a dropped namespace knows its id without
+/// reading anything: it is derived from the namespace).
+pub async fn release_id(warehouse: &Warehouse, id: &ClaimId) {
+    if let Err(e) = warehouse.index().release(*id).await {
+        tracing::warn!(error = %e, "could not release the location claims of a dropped entry");
     }
 }

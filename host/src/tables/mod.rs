@@ -85,7 +85,7 @@ pub async fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<(T
 }
 
 /// The checked location of a table's metadata (every file of the table lies under it).
-fn table_location(mount: &Mount, metadata: &TableMetadata) -> Result<Location, Error> {
+pub fn table_location(mount: &Mount, metadata: &TableMetadata) -> Result<Location, Error> {
     mount
         .warehouse()?
         .locate(metadata.location())
@@ -144,7 +144,8 @@ pub async fn create(
     Ok(committed)
 }
 
-/// The answer to a create or register the backend refused or may have applied.
+/// The answer to a create or register (of a table or view) the backend refused or
+/// may have applied.
 fn created_failed(mount: &Mount, ident: &Ident, e: crate::plugins::BackendError) -> Error {
     match e.kind {
         BackendErrorKind::AlreadyExists => {
@@ -178,14 +179,10 @@ pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableM
 /// Where a table's files live, checked, without parsing the whole metadata when the
 /// backend returned it.
 pub async fn location(mount: &Mount, pointer: &Pointer) -> Result<Location, Error> {
-    #[derive(serde::Deserialize)]
-    struct Located {
-        location: String,
-    }
     let raw = if pointer.metadata_json.is_empty() {
         current_metadata(mount, pointer).await?.location().to_string()
     } else {
-        serde_json::from_str::<Located>(&pointer.metadata_json).map(|l| l.location).map_err(|e| {
+        locations::recorded_location(&pointer.metadata_json).map_err(|e| {
             Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location))
         })?
     };
@@ -364,22 +361,10 @@ pub async fn register(
 ) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
     let chain = locations::chain(mount, &ident.namespace).await?;
-    let file = warehouse
-        .locate(metadata_location)
-        .map_err(locations::bad_location("the metadata location", metadata_location))?;
-    file.require_strictly_within(chain.own())
-        .map_err(locations::bad_location("the metadata location", metadata_location))?;
+    let file = locations::registered_file(warehouse, &chain, metadata_location)?;
     let metadata_location = file.to_string();
     let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
-    let location = table_location(mount, &metadata)?;
-    location
-        .require_strictly_within(chain.own())
-        .map_err(locations::bad_location("the table location in the metadata", metadata.location()))?;
-    if !file.is_strictly_within(&location) {
-        return Err(Error::BadRequest(format!(
-            "the metadata file {metadata_location} is not under the table location {location} it names"
-        )));
-    }
+    let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
     let committed = Committed { metadata_location, metadata_json };
     let existing = match overwrite {

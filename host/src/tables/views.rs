@@ -9,7 +9,7 @@ use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
 use super::locations::{self, Placement};
-use super::{dotted, no_such_namespace, pointer_of as pointer, require_namespace, Committed};
+use super::{created_failed, dotted, pointer_of as pointer, require_namespace, Committed};
 use crate::error::{change_failed, Error};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
@@ -98,12 +98,7 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
         }
-        return Err(match e.kind {
-            BackendErrorKind::AlreadyExists => {
-                Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
-            }
-            _ => change_failed(e, no_such_namespace(mount, &ident.namespace)),
-        });
+        return Err(created_failed(mount, ident, e));
     }
     Ok(committed)
 }
@@ -179,9 +174,7 @@ pub async fn replace(
 pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
     let chain = locations::chain(mount, &ident.namespace).await?;
-    let refused = || locations::bad_location("the metadata location", metadata_location);
-    let file = warehouse.locate(metadata_location).map_err(refused())?;
-    file.require_strictly_within(chain.own()).map_err(refused())?;
+    let file = locations::registered_file(warehouse, &chain, metadata_location)?;
     let metadata_location = file.to_string();
     let bytes = warehouse
         .scoped_io(chain.own())
@@ -192,14 +185,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
         .map_err(|e| Error::BadRequest(format!("cannot read view metadata at {metadata_location}: {e}")))?;
     let metadata: ViewMetadata = serde_json::from_slice(&bytes)
         .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
-    let refused = || locations::bad_location("the view location in the metadata", metadata.location());
-    let location = warehouse.locate(metadata.location()).map_err(refused())?;
-    location.require_strictly_within(chain.own()).map_err(refused())?;
-    if !file.is_strictly_within(&location) {
-        return Err(Error::BadRequest(format!(
-            "the metadata file {metadata_location} is not under the view location {location} it names"
-        )));
-    }
+    let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
     let committed = Committed { metadata_location, metadata_json };
     let claim = Placement { location, chain }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
@@ -207,12 +193,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;
         }
-        return Err(match e.kind {
-            BackendErrorKind::AlreadyExists => {
-                Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
-            }
-            _ => change_failed(e, Error::NoSuchNamespace),
-        });
+        return Err(created_failed(mount, ident, e));
     }
     Ok(committed)
 }
@@ -224,11 +205,7 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
     let Some(warehouse) = &mount.warehouse else {
         return Ok(());
     };
-    #[derive(Deserialize)]
-    struct Located {
-        location: String,
-    }
-    match serde_json::from_str::<Located>(&pointer.metadata_json).map(|l| warehouse.locate(&l.location)) {
+    match locations::recorded_location(&pointer.metadata_json).map(|raw| warehouse.locate(&raw)) {
         Ok(Ok(location)) => locations::release_all(warehouse, &location).await,
         _ => tracing::warn!(view = %dotted(mount, ident), "dropped; its location is unreadable: no claim released"),
     }
