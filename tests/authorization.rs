@@ -341,30 +341,42 @@ async fn a_principal_created_again_under_a_deleted_name_inherits_nothing() {
         assert_eq!(created.0, 201, "{}", created.1);
     }
     assert_eq!(admin.post("/namespaces", json!({"namespace": ["secret"]})).await.0, 200);
-    let (first_id, first_bob) = create_bob(&s, "acme").await;
+    let (first_id, first_bob) = create_bob(&s, "acme", "reader").await;
     let grant = json!({"namespace": ["secret"], "privilege": "read", "principal": "bob"});
     let (status, granted) = admin.send(Method::POST, "/management/v1/grants", Some(grant)).await;
     assert_eq!(status, 201, "{granted}");
     assert_eq!(granted["grantee"]["principal"], first_id.as_str(), "a grant names the principal's id");
     assert_eq!(first_bob.get("/namespaces/secret").await.0, 200);
+    // An answer kept for the first bob's Idempotency-Key (a reader may not create namespaces).
+    let create = |bob: &Api| {
+        bob.client
+            .post(bob.url("/namespaces"))
+            .header("Idempotency-Key", "0190c0de-0000-7000-8000-00000000b0b0")
+            .json(&json!({"namespace": ["bobs"]}))
+            .send()
+    };
+    assert_eq!(create(&first_bob).await.unwrap().status(), 403);
 
     assert_eq!(admin.send(Method::DELETE, "/management/v1/principals/bob", None).await.0, 204);
     assert_error(&first_bob.get("/namespaces/secret").await, 401, "NotAuthorizedException");
     let (_, grants) = admin.send(Method::GET, "/management/v1/grants", None).await;
     assert_eq!(grants["grants"], json!([]), "the deleted principal's grants went with it");
 
-    let (second_id, second_bob) = create_bob(&s, "evil").await;
+    let (second_id, second_bob) = create_bob(&s, "evil", "writer").await;
     assert_ne!(second_id, first_id);
     assert_error(&second_bob.get("/namespaces/secret").await, 404, "NoSuchNamespaceException");
     // The first bob's token stays dead: it names the first bob, not whoever is bob now.
     assert_error(&first_bob.get("/namespaces/secret").await, 401, "NotAuthorizedException");
+    // Nor is the new bob replayed the first one's answer for the same key: his request runs.
+    assert_eq!(create(&second_bob).await.unwrap().status(), 200);
+    assert_eq!(second_bob.head("/namespaces/bobs").await, 204);
     let (_, me) = second_bob.send(Method::GET, "/management/v1/whoami", None).await;
     assert_eq!((me["id"].as_str(), me["tenant"].as_str()), (Some(second_id.as_str()), Some("evil")));
 }
 
-/// Creates the principal `bob` in `tenant`: its id and a client logged in as it.
-async fn create_bob(s: &Server, tenant: &str) -> (String, Api) {
-    let body = json!({"name": "bob", "tenant": tenant, "role": "reader"});
+/// Creates the principal `bob` in `tenant` with `role`: its id and a client logged in as it.
+async fn create_bob(s: &Server, tenant: &str, role: &str) -> (String, Api) {
+    let body = json!({"name": "bob", "tenant": tenant, "role": role});
     let (status, created) = s.send(Method::POST, "/management/v1/principals", Some(body)).await;
     assert_eq!(status, 201, "{created}");
     let secret = created["client-secret"].as_str().unwrap().to_string();

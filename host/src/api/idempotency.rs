@@ -3,7 +3,7 @@
 //! repeat with the same key (same method, path and body) gets that response again
 //! without running anything; the same key with another request is 422.
 //! 5xx responses are never kept, so a retry after one runs again. Keys are scoped to
-//! the caller and kept in the host key space.
+//! the caller (its principal id) and kept in the host key space.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -124,7 +124,9 @@ pub async fn idempotent(
         .filter(|k| uuid::Uuid::try_parse(k).is_ok())
         .ok_or_else(|| Error::BadRequest("Idempotency-Key must be a UUID (a UUIDv7, 36 characters)".into()))?
         .to_ascii_lowercase();
-    let caller = request.extensions().get::<Caller>().map(|c| c.0.name.clone()).unwrap_or_default();
+    // The caller's id, not its name: a principal created again under a deleted one's
+    // name must not be replayed the old one's answers.
+    let caller = request.extensions().get::<Caller>().map(|c| c.0.id().to_string()).unwrap_or_default();
     let slot = format!("idempotency/{caller}/{key}").into_bytes();
     // A key names one request: its method, path and body (the caller is in the slot).
     let (parts, body) = request.into_parts();
