@@ -374,6 +374,36 @@ async fn a_principal_created_again_under_a_deleted_name_inherits_nothing() {
     assert_eq!((me["id"].as_str(), me["tenant"].as_str()), (Some(second_id.as_str()), Some("evil")));
 }
 
+/// A tenant is deleted only when it owns nothing, and its grants go with it: a tenant
+/// created later under the same name starts with nothing.
+#[tokio::test]
+async fn a_tenant_created_again_under_a_deleted_name_inherits_nothing() {
+    let s = Server::start("");
+    let admin: &Api = &s;
+    assert_eq!(admin.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "acme"}))).await.0, 201);
+    assert_eq!(admin.post("/namespaces", json!({"namespace": ["secret"]})).await.0, 200);
+    let grant = json!({"namespace": ["secret"], "privilege": "read", "tenant": "acme"});
+    assert_eq!(admin.send(Method::POST, "/management/v1/grants", Some(grant)).await.0, 201);
+    let (_, bob) = create_bob(&s, "acme", "writer").await;
+    assert_eq!(bob.get("/namespaces/secret").await.0, 200);
+    assert_eq!(bob.post("/namespaces", json!({"namespace": ["acmes"]})).await.0, 200);
+
+    let delete = || admin.send(Method::DELETE, "/management/v1/tenants/acme", None);
+    assert_error(&delete().await, 409, "ConflictException");
+    assert_eq!(admin.send(Method::DELETE, "/management/v1/principals/bob", None).await.0, 204);
+    let owns = delete().await;
+    assert_error(&owns, 409, "ConflictException");
+    assert!(owns.1["error"]["message"].as_str().unwrap().contains("owns"), "{}", owns.1);
+    assert_eq!(admin.delete("/namespaces/acmes").await.0, 204);
+    assert_eq!(delete().await.0, 204);
+    let (_, grants) = admin.send(Method::GET, "/management/v1/grants", None).await;
+    assert_eq!(grants["grants"], json!([]), "the tenant's grants went with it");
+
+    assert_eq!(admin.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "acme"}))).await.0, 201);
+    let (_, new_bob) = create_bob(&s, "acme", "writer").await;
+    assert_error(&new_bob.get("/namespaces/secret").await, 404, "NoSuchNamespaceException");
+}
+
 /// Creates the principal `bob` in `tenant` with `role`: its id and a client logged in as it.
 async fn create_bob(s: &Server, tenant: &str, role: &str) -> (String, Api) {
     let body = json!({"name": "bob", "tenant": tenant, "role": role});

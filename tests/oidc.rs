@@ -42,25 +42,69 @@ fn tamper(good: &str) -> String {
 async fn oidc_tokens_are_validated() {
     let s = Server::start(&format!(
         "[auth.oidc]\nissuer = \"https://idp.test\"\naudience = \"rustberg\"\njwks = \"{}\"\n\
-         [auth.principals.carol]\ntenant = \"acme\"\nrole = \"writer\"\n",
+         [auth.principals.carol]\ntenant = \"acme\"\nrole = \"writer\"\noidc_subject = \"u-1234\"\n",
         fixture("jwks.json").display()
     ));
-    let good = jwt("private.pem", claims("carol", "https://idp.test", "rustberg", now() + 300));
+    let good = jwt("private.pem", claims("u-1234", "https://idp.test", "rustberg", now() + 300));
     let carol = Api::with_token(&s.base, &good);
     let (status, body) = carol.post("/namespaces", json!({"namespace": ["carols"]})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(carol.get("/namespaces").await.1["namespaces"], json!([["carols"]]));
 
     for (case, token) in [
-        ("forged", jwt("forger.pem", claims("carol", "https://idp.test", "rustberg", now() + 300))),
-        ("expired", jwt("private.pem", claims("carol", "https://idp.test", "rustberg", now() - 10))),
-        ("wrong audience", jwt("private.pem", claims("carol", "https://idp.test", "someone-else", now() + 300))),
-        ("wrong issuer", jwt("private.pem", claims("carol", "https://evil.test", "rustberg", now() + 300))),
+        ("forged", jwt("forger.pem", claims("u-1234", "https://idp.test", "rustberg", now() + 300))),
+        ("expired", jwt("private.pem", claims("u-1234", "https://idp.test", "rustberg", now() - 10))),
+        ("wrong audience", jwt("private.pem", claims("u-1234", "https://idp.test", "someone-else", now() + 300))),
+        ("wrong issuer", jwt("private.pem", claims("u-1234", "https://evil.test", "rustberg", now() + 300))),
         ("unknown principal", jwt("private.pem", claims("mallory", "https://idp.test", "rustberg", now() + 300))),
+        // A subject is never read as a principal's name: not a configured one's, not
+        // the minted admin's.
+        ("named like a principal", jwt("private.pem", claims("carol", "https://idp.test", "rustberg", now() + 300))),
+        ("named like the admin", jwt("private.pem", claims("admin", "https://idp.test", "rustberg", now() + 300))),
         ("tampered", tamper(&good)),
     ] {
         let got = Api::with_token(&s.base, &token).get("/namespaces").await;
         assert_error(&got, 401, "NotAuthorizedException");
         assert!(!got.1["error"]["message"].as_str().unwrap().is_empty(), "{case}");
     }
+}
+
+/// A principal created through the management API with an OIDC subject: that user
+/// acts as it (and it gets no client secret); deleted, the user is nobody again.
+#[tokio::test]
+async fn oidc_users_map_to_principals_made_for_them() {
+    let s = Server::start(&format!(
+        "[auth.oidc]\nissuer = \"https://idp.test\"\naudience = \"rustberg\"\njwks = \"{}\"\n",
+        fixture("jwks.json").display()
+    ));
+    let admin: &Api = &s;
+    let dave = jwt("private.pem", claims("u-77", "https://idp.test", "rustberg", now() + 300));
+    let dave_api = Api::with_token(&s.base, &dave);
+    assert_error(&dave_api.get("/namespaces").await, 401, "NotAuthorizedException");
+    assert_eq!(admin.send(reqwest::Method::POST, "/management/v1/tenants", Some(json!({"name": "acme"}))).await.0, 201);
+    let body = json!({"name": "dave", "tenant": "acme", "role": "writer", "oidc-subject": "u-77"});
+    let (status, created) = admin.send(reqwest::Method::POST, "/management/v1/principals", Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["oidc-subject"], "u-77");
+    assert!(created.get("client-secret").is_none(), "an OIDC principal gets no secret: {created}");
+    let (status, me) = dave_api.send(reqwest::Method::GET, "/management/v1/whoami", None).await;
+    assert_eq!((status, me["name"].as_str(), me["tenant"].as_str()), (200, Some("dave"), Some("acme")));
+    // One identity, one principal.
+    let again = json!({"name": "dave2", "tenant": "acme", "role": "admin", "oidc-subject": "u-77"});
+    assert_error(
+        &admin.send(reqwest::Method::POST, "/management/v1/principals", Some(again)).await,
+        409,
+        "AlreadyExistsException",
+    );
+    assert_eq!(admin.send(reqwest::Method::DELETE, "/management/v1/principals/dave", None).await.0, 204);
+    assert_error(&dave_api.get("/namespaces").await, 401, "NotAuthorizedException");
+}
+
+#[test]
+fn an_oidc_subject_without_an_issuer_is_refused_at_start_up() {
+    let refused = Server::try_start(
+        "[auth.principals.carol]\ntenant = \"acme\"\nrole = \"admin\"\nserver_admin = true\noidc_subject = \"u-1\"\n",
+    );
+    let output = refused.err().expect("refused");
+    assert!(output.contains("oidc_subject is set, but there is no [auth.oidc]"), "{output}");
 }

@@ -22,21 +22,26 @@ fn misbehaving_server() -> Server {
 #[tokio::test]
 async fn trap_loop_and_memory_bomb_each_fail_one_request() {
     let mut s = misbehaving_server();
-    for (name, cause) in [
+    for (round, (name, cause)) in [
         ("trap", "trapped"),
         ("loop", "time limit"),
         ("bomb", "out of memory"),
         ("trap", "trapped"),
         ("loop", "time limit"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let got = s.post("/namespaces", json!({"namespace": [name]})).await;
         assert_error(&got, 500, "InternalServerError");
         let message = got.1["error"]["message"].as_str().unwrap();
         assert!(message.contains("root catalog"), "names the mount: {message}");
         assert!(message.contains(cause), "names the cause ({cause}): {message}");
-        // The next requests to the same backend work.
-        assert_eq!(s.post("/namespaces", json!({"namespace": ["fine"]})).await.0, 200);
-        assert_error(&s.get("/namespaces/fine").await, 404, "NoSuchNamespaceException");
+        // The next requests to the same backend work. (This backend keeps nothing:
+        // what it created, it cannot find.)
+        let fine = format!("fine{round}");
+        assert_eq!(s.post("/namespaces", json!({"namespace": [fine]})).await.0, 200);
+        assert_error(&s.get(&format!("/namespaces/{fine}")).await, 404, "NoSuchNamespaceException");
         assert_eq!(s.get("/namespaces").await, (200, json!({"namespaces": []})));
         assert!(s.running());
     }

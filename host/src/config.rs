@@ -116,6 +116,9 @@ pub struct PrincipalConfig {
     /// Manage everything on the server (tenants, principals, every owned namespace).
     #[serde(default)]
     pub server_admin: bool,
+    /// The subject (`sub`, or `auth.oidc.principal_claim`) of the `[auth.oidc]` issuer's
+    /// tokens that act as this principal. Without it no OIDC token does.
+    pub oidc_subject: Option<String>,
 }
 
 /// `[auth.oidc]`
@@ -128,7 +131,8 @@ pub struct OidcConfig {
     pub audience: String,
     /// The issuer's JSON Web Key Set: a file path or an http(s) URL, read at start-up.
     pub jwks: String,
-    /// The claim naming the principal (default `sub`).
+    /// The claim holding the subject that `oidc_subject` of a principal names (default
+    /// `sub`).
     #[serde(default = "default_principal_claim")]
     pub principal_claim: String,
 }
@@ -336,12 +340,22 @@ impl Config {
                 problems.push(format!("{key} is 0: no backend call could run"));
             }
         }
+        let mut subjects = std::collections::HashMap::new();
+        for (name, principal) in &self.auth.principals {
+            let Some(subject) = &principal.oidc_subject else { continue };
+            if self.auth.oidc.is_none() {
+                problems.push(format!("auth.principals.{name}.oidc_subject is set, but there is no [auth.oidc]"));
+            }
+            if let Some(other) = subjects.insert(subject, name) {
+                problems.push(format!("auth.principals.{name} and auth.principals.{other} name the same oidc_subject"));
+            }
+        }
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
             if mount.backend == "rest" {
                 if mount.request_timeout_ms > limits.call_timeout_ms {
                     problems.push(format!(
-                        "mount.{name}.request_timeout_ms ({}) is above plugins.call_timeout_ms ({}): the call would                          be cut off before the remote's answer could be reported",
+                        "mount.{name}.request_timeout_ms ({}) is above plugins.call_timeout_ms ({}): the call would be cut off before the remote's answer could be reported",
                         mount.request_timeout_ms, limits.call_timeout_ms
                     ));
                 }

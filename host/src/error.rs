@@ -75,6 +75,12 @@ impl Error {
         }
     }
 
+    /// Whether a change that failed this way may have applied all the same (the
+    /// server-side failures); a refusal (4xx) never applied.
+    pub fn may_have_applied(&self) -> bool {
+        self.status_and_type().0.is_server_error()
+    }
+
     /// Maps a backend error: `not-found` becomes `absent` (the caller says what was
     /// absent); every other failure keeps its meaning and names the mount.
     pub fn from_backend(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {

@@ -10,6 +10,7 @@
 //! - `scan`     server-side scan planning over a snapshot's manifests
 //! - `storage`  key spaces (redb, Postgres), warehouses (file, S3), credential vending
 //! - `plugins`  the wasmtime runtime, instance pools and host capabilities
+//! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod mounts;
 pub mod paging;
 pub mod plugins;
+pub mod recovery;
 pub mod scan;
 pub mod server;
 pub mod storage;

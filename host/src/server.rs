@@ -7,7 +7,7 @@ use rand::RngCore;
 
 use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
-use crate::auth::{hash_secret, Authenticator, Directory, Oidc, Principal, Role, TokenIssuer};
+use crate::auth::{hash_secret, Authenticator, Directory, Oidc, OidcIdentity, Principal, Role, TokenIssuer};
 use crate::authz::Authorizer;
 use crate::config::CatalogUrl;
 use crate::config::Config;
@@ -66,6 +66,11 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
             role,
             server_admin: p.server_admin,
             secret_hash: p.secret_hash.clone(),
+            oidc: auth
+                .oidc
+                .as_ref()
+                .zip(p.oidc_subject.as_ref())
+                .map(|(oidc, subject)| OidcIdentity { issuer: oidc.issuer.clone(), subject: subject.clone() }),
         };
         principals.insert(name.clone(), principal);
     }
@@ -80,6 +85,7 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
             role: Role::Admin,
             server_admin: true,
             secret_hash: Some(hash_secret(&secret)),
+            oidc: None,
         };
         principals.insert(admin.name.clone(), admin);
         println!("rustberg: no server admin is configured; minted one for this run:");
@@ -168,12 +174,19 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let endpoints = advertised_endpoints(&mounts);
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
     let vendor = Vendor::new(config, warehouses).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    let authz = Authorizer::load(host.clone(), mount_owners).await?;
+    // Before anybody is served: a crash may have cut a change short.
+    let shared = matches!(host, KvStore::Postgres(_));
+    let (settled, left) = crate::recovery::repair(&authz, &mounts, shared).await?;
+    if settled + left > 0 {
+        println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
+    }
     Ok(AppState {
         mounts,
         tokens,
         endpoints,
         auth,
-        authz: Authorizer::load(host.clone(), mount_owners).await?,
+        authz,
         counters: Default::default(),
         idempotency: Arc::new(Idempotency::new(host)),
         vendor,

@@ -12,8 +12,9 @@ use rand::RngCore;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::idempotency::Secrets;
 use super::{parse_namespace, Json, Query, State};
-use crate::auth::{hash_secret, Caller, Principal, Role};
+use crate::auth::{hash_secret, Caller, OidcIdentity, Principal, Role};
 use crate::authz::{Grantee, Privilege, Resource};
 use crate::error::Error;
 
@@ -98,7 +99,14 @@ async fn delete_tenant(
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
     require_server_admin(&caller)?;
-    state.auth.directory.remove_tenant(&name).await?;
+    // A tenant created later under this name must find nothing of this one.
+    if state.authz.owns_anything(&name).await? {
+        return Err(Error::Conflict(format!("tenant {name} still owns namespaces or mounts")));
+    }
+    let removal = state.auth.directory.tenant_removal(&name).await?;
+    if !state.authz.remove_grantee(&Grantee::Tenant(name.clone()), removal).await? {
+        return Err(Error::NotFound(format!("tenant {name} does not exist")));
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -110,13 +118,21 @@ struct NewPrincipal {
     role: Role,
     #[serde(default)]
     server_admin: bool,
+    /// A subject of the `[auth.oidc]` issuer that acts as this principal; such a
+    /// principal gets no client secret.
+    oidc_subject: Option<String>,
 }
 
 fn public(p: &Principal, configured: bool) -> serde_json::Value {
-    json!({
+    let mut body = json!({
         "id": p.id(), "name": p.name, "tenant": p.tenant, "role": p.role, "server-admin": p.server_admin,
         "configured": configured
-    })
+    });
+    if let Some(identity) = &p.oidc {
+        body["oidc-issuer"] = json!(identity.issuer);
+        body["oidc-subject"] = json!(identity.subject);
+    }
+    body
 }
 
 async fn list_principals(
@@ -138,7 +154,7 @@ async fn create_principal(
     AxState(state): State,
     Extension(Caller(caller)): Extension<Caller>,
     Json(req): Json<NewPrincipal>,
-) -> Result<impl IntoResponse, Error> {
+) -> Result<axum::response::Response, Error> {
     check_name("principal", &req.name)?;
     require_tenant_admin(&caller, &req.tenant)?;
     if req.server_admin {
@@ -147,23 +163,41 @@ async fn create_principal(
     if !state.auth.directory.tenant_exists(&req.tenant).await? {
         return Err(Error::BadRequest(format!("tenant {} does not exist", req.tenant)));
     }
-    let mut bytes = [0u8; 24];
-    rand::rng().fill_bytes(&mut bytes);
-    let secret = URL_SAFE_NO_PAD.encode(bytes);
+    let (oidc, secret) = match req.oidc_subject {
+        Some(subject) => {
+            let issuer = state
+                .auth
+                .oidc_issuer()
+                .ok_or_else(|| Error::BadRequest("oidc-subject needs an OpenID Connect issuer ([auth.oidc])".into()))?;
+            (Some(OidcIdentity { issuer: issuer.to_string(), subject }), None)
+        }
+        None => {
+            let mut bytes = [0u8; 24];
+            rand::rng().fill_bytes(&mut bytes);
+            (None, Some(URL_SAFE_NO_PAD.encode(bytes)))
+        }
+    };
     let principal = Principal {
         id: uuid::Uuid::now_v7().simple().to_string(),
         name: req.name,
         tenant: req.tenant,
         role: req.role,
         server_admin: req.server_admin,
-        secret_hash: Some(hash_secret(&secret)),
+        secret_hash: secret.as_deref().map(hash_secret),
+        oidc,
     };
     state.auth.directory.add_principal(&principal).await?;
     let mut body = public(&principal, false);
-    // The secret is shown once, now; only its hash is kept.
+    let Some(secret) = secret else {
+        return Ok((StatusCode::CREATED, axum::Json(body)).into_response());
+    };
+    // The secret is shown once, now; only its hash is kept, and no idempotent replay
+    // keeps the answer.
     body["client-id"] = json!(principal.name);
     body["client-secret"] = json!(secret);
-    Ok((StatusCode::CREATED, axum::Json(body)))
+    let mut response = (StatusCode::CREATED, axum::Json(body)).into_response();
+    response.extensions_mut().insert(Secrets::ShownOnce);
+    Ok(response)
 }
 
 async fn delete_principal(
@@ -180,9 +214,12 @@ async fn delete_principal(
     if directory.is_configured(&name) {
         return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
     }
-    directory.remove_principal(&principal.name).await?;
-    // Its tokens stop working now (they name its id); its grants go with it.
-    state.authz.revoke_grantee(&Grantee::Principal(principal.id().to_string())).await?;
+    // Its tokens stop working now (they name its id); its grants go with it, in the
+    // same commit.
+    let grantee = Grantee::Principal(principal.id().to_string());
+    if !state.authz.remove_grantee(&grantee, directory.principal_removal(&principal)).await? {
+        return Err(Error::NotFound(format!("principal {name} does not exist")));
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

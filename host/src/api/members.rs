@@ -7,11 +7,12 @@ use axum::http::StatusCode;
 use super::model::{ListQuery, ListTablesResponse, RenameTableRequest, TableIdentifier};
 use super::{parse_namespace, AppState};
 use crate::auth::Caller;
-use crate::authz::{Privilege, Resource};
+use crate::authz::{Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
+use crate::recovery;
 use crate::tables;
 
 /// Tables or views.
@@ -157,11 +158,15 @@ pub async fn rename(
     mount.check_writable()?;
     let local_source = Ident { namespace: from_local.to_vec(), name: source.name.clone() };
     let local_destination = Ident { namespace: to_local.to_vec(), name: destination.name.clone() };
-    let renamed = match kind {
-        Kind::Table => tables::rename(mount, &local_source, &local_destination).await,
-        Kind::View => tables::views::rename(mount, &local_source, &local_destination).await,
+    let renamed = async {
+        match kind {
+            Kind::Table => tables::rename(mount, &local_source, &local_destination).await,
+            Kind::View => tables::views::rename(mount, &local_source, &local_destination).await,
+        }
     };
-    renamed.map_err(|e| match e {
+    // The grants follow the new name, or stay if the rename did not happen.
+    let effect = Effect::Move { from, to };
+    recovery::with_intent(&state.authz, &state.mounts, effect, renamed).await.map_err(|e| match e {
         Error::AlreadyExists(_) => Error::AlreadyExists(format!(
             "a table or view named {}.{} already exists",
             destination.namespace.join("."),
@@ -169,6 +174,5 @@ pub async fn rename(
         )),
         e => e,
     })?;
-    state.authz.move_grants(&from, &to).await?;
     Ok(StatusCode::NO_CONTENT)
 }

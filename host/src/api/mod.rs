@@ -90,7 +90,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .nest("/management/v1", management::routes())
         // Layers run outside in: authenticate first, detach a mutating request from
         // its connection, then replay an idempotent request.
-        .route_layer(axum::middleware::from_fn_with_state(state.idempotency.clone(), idempotency::idempotent))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::idempotent))
         .route_layer(axum::middleware::from_fn(detach::run_to_completion))
         .route_layer(axum::middleware::from_fn_with_state(state.auth.clone(), require_caller));
     Router::new()

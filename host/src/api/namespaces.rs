@@ -12,12 +12,13 @@ use super::model::{
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Access, Privilege, Resource};
+use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::BackendErrorKind;
+use crate::recovery;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::tables::locations;
 
@@ -162,8 +163,27 @@ pub async fn create(
         return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
     }
     mount.check_writable()?;
+    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
+    let created = create_in_backend(mount, local, properties, &ns);
+    let stored = if mount.name.is_none() && parent.is_empty() {
+        // New in the root catalog: its owner is the creator's tenant, recorded with it.
+        let own = Effect::Own { root: ns[0].clone(), tenant };
+        recovery::with_intent(&state.authz, &state.mounts, own, created).await?
+    } else {
+        created.await?
+    };
+    Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
+}
+
+/// Claims a new namespace's location and creates it in its backend; the stored
+/// properties.
+async fn create_in_backend(
+    mount: &Mount,
+    local: &[String],
+    mut properties: Vec<(String, String)>,
+    ns: &[String],
+) -> Result<Vec<(String, String)>, Error> {
     let exists = || Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")));
-    let mut properties: Vec<(String, String)> = req.properties.into_iter().collect();
     let claim = match &mount.warehouse {
         Some(warehouse) => {
             let placement = locations::place_namespace(mount, local, &mut properties).await?;
@@ -175,30 +195,25 @@ pub async fn create(
                     return Err(match mount.backend.load_namespace(local.to_vec()).await {
                         Ok(_) => exists(),
                         Err(found) if found.kind == BackendErrorKind::NotFound => e,
-                        Err(failed) => Error::from_backend(failed, absent(&ns)),
+                        Err(failed) => Error::from_backend(failed, absent(ns)),
                     })
                 }
             }
         }
         None => None,
     };
-    let stored = match mount.backend.create_namespace(local.to_vec(), properties).await {
-        Ok(stored) => stored,
+    match mount.backend.create_namespace(local.to_vec(), properties).await {
+        Ok(stored) => Ok(stored),
         Err(e) => {
             if let Some((warehouse, claim)) = claim.filter(|_| e.kind.did_not_apply()) {
                 locations::abandon(warehouse, None, &claim).await;
             }
-            return Err(match e.kind {
+            Err(match e.kind {
                 BackendErrorKind::AlreadyExists => exists(),
-                _ => Error::from_backend(e, absent(parent)),
-            });
+                _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
+            })
         }
-    };
-    if mount.name.is_none() && parent.is_empty() {
-        // The backend created it, so it is new: its owner is the creator's tenant.
-        state.authz.set_owner(&ns[0], &tenant).await?;
     }
-    Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
 }
 
 pub async fn load(
@@ -234,20 +249,19 @@ pub async fn drop(
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "be dropped")?;
     mount.check_writable()?;
-    match mount.backend.drop_namespace(local.to_vec()).await {
-        Ok(()) => {}
-        Err(e) if e.kind == BackendErrorKind::Conflict => {
-            return Err(Error::NamespaceNotEmpty(format!("namespace {} is not empty", ns.join("."))))
+    let dropped = async {
+        match mount.backend.drop_namespace(local.to_vec()).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind == BackendErrorKind::Conflict => {
+                Err(Error::NamespaceNotEmpty(format!("namespace {} is not empty", ns.join("."))))
+            }
+            Err(e) => Err(Error::from_backend(e, absent(&ns))),
         }
-        Err(e) => return Err(Error::from_backend(e, absent(&ns))),
-    }
+    };
+    // Nothing created later under this name may inherit its grants or its owner.
+    recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     if let Some(warehouse) = &mount.warehouse {
         locations::release_id(warehouse, &ClaimId::of_namespace(&mount.space, local)).await;
-    }
-    // Nothing created later under this name may inherit its grants or its owner.
-    state.authz.revoke_within(&resource).await?;
-    if mount.name.is_none() && ns.len() == 1 {
-        state.authz.forget_owner(&ns[0]).await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }

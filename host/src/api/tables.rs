@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::credentials;
+use super::idempotency::{Revend, Secrets};
 use super::members::{self, Kind};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
@@ -13,9 +14,11 @@ use super::model::{
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Privilege, Resource};
+use crate::authz::{Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
+use crate::recovery;
+use crate::storage::location::Location;
 use crate::storage::vending::Vended;
 use crate::tables::{self, NewTable, TableChange};
 
@@ -61,25 +64,47 @@ pub async fn create(
     };
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
-        let (config, storage_credentials) = with_vended(&[], vend().await);
+        let vended = vend().await;
+        let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
+        let (config, storage_credentials) = with_vended(&[], vended);
         let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
-        return Ok(TableResult {
+        let response = TableResult {
             metadata_location: None,
             metadata_json: &metadata_json,
             config: Some(&config),
             storage_credentials: &storage_credentials,
-        }
-        .into_response());
+        };
+        return Ok(with_secrets(response.into_response(), secrets));
     }
     let committed = tables::create(mount, &ident, &metadata, &placement).await?;
-    let (config, storage_credentials) = with_vended(&[], vend().await);
-    Ok(TableResult {
+    let vended = vend().await;
+    let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
+    let (config, storage_credentials) = with_vended(&[], vended);
+    let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: &committed.metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
+    };
+    Ok(with_secrets(response.into_response(), secrets))
+}
+
+/// What an idempotent replay of a response carrying `vended` vends anew (the
+/// credentials themselves are never kept).
+fn revend(namespace: &[String], table: &str, location: &Location, vended: &Vended) -> Secrets {
+    Secrets::Vended(Revend {
+        namespace: namespace.to_vec(),
+        table: table.to_string(),
+        location: location.to_string(),
+        config_keys: vended.config.iter().map(|(k, _)| k.clone()).collect(),
+    })
+}
+
+fn with_secrets(mut response: Response, secrets: Option<Secrets>) -> Response {
+    if let Some(secrets) = secrets {
+        response.extensions_mut().insert(secrets);
     }
-    .into_response())
+    response
 }
 
 /// The `config` and `storage-credentials` of a response carrying `vended` (the
@@ -167,8 +192,8 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let resource = Resource::table(&parse_namespace(&raw)?, &name);
     let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
-    tables::drop_table(mount, &ident, q.purge()).await?;
-    state.authz.revoke_within(&resource).await?;
+    let dropped = tables::drop_table(mount, &ident, q.purge());
+    recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

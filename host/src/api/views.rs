@@ -14,9 +14,10 @@ use super::members::{self, Kind};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Privilege, Resource};
+use crate::authz::{Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
+use crate::recovery;
 use crate::tables::views::{self, NewView, ViewRequirement};
 
 #[derive(Deserialize)]
@@ -114,8 +115,8 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let resource = Resource::View { namespace: parse_namespace(&raw)?, name: name.clone() };
     let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
-    views::drop_view(mount, &ident).await?;
-    state.authz.revoke_within(&resource).await?;
+    let dropped = views::drop_view(mount, &ident);
+    recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

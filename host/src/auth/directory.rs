@@ -2,7 +2,7 @@
 //! created through the management API (kept in the host key space, which no backend
 //! is ever granted). Secrets are stored as argon2 hashes only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
@@ -50,6 +50,24 @@ pub struct Principal {
     pub server_admin: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_hash: Option<String>,
+    /// The OpenID Connect identity that acts as this principal, if any. Nothing else
+    /// does: a token's subject is never taken for a principal's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<OidcIdentity>,
+}
+
+/// A user of an OpenID Connect issuer: the pair is unique, the subject alone is not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OidcIdentity {
+    pub issuer: String,
+    pub subject: String,
+}
+
+impl OidcIdentity {
+    /// Its key in the host key space (the name of the principal it maps to is the value).
+    fn key(&self) -> Vec<u8> {
+        format!("{OIDC}{}\n{}", self.issuer, self.subject).into_bytes()
+    }
 }
 
 impl Principal {
@@ -65,6 +83,7 @@ impl Principal {
 
 const PRINCIPAL: &str = "principal/";
 const TENANT: &str = "tenant/";
+const OIDC: &str = "oidc-identity/";
 
 fn store_err(e: KvError) -> Error {
     Error::Unavailable(format!("the host store: {e}"))
@@ -86,12 +105,30 @@ fn secret_matches(hash: &str, secret: &str) -> bool {
 /// Where principals and tenants are found.
 pub struct Directory {
     configured: BTreeMap<String, Principal>,
+    /// The configured principals OIDC identities map to.
+    configured_identities: HashMap<OidcIdentity, String>,
     space: KvStore,
 }
 
 impl Directory {
     pub fn new(configured: BTreeMap<String, Principal>, space: KvStore) -> Self {
-        Self { configured, space }
+        let configured_identities =
+            configured.values().filter_map(|p| Some((p.oidc.clone()?, p.name.clone()))).collect();
+        Self { configured, configured_identities, space }
+    }
+
+    /// The principal an OIDC identity acts as, if one is mapped to it.
+    pub async fn principal_for(&self, identity: &OidcIdentity) -> Result<Option<Principal>, Error> {
+        let name = match self.configured_identities.get(identity) {
+            Some(name) => name.clone(),
+            None => match self.space.get(&identity.key()).await.map_err(store_err)? {
+                Some(entry) => String::from_utf8_lossy(&entry.value).into_owned(),
+                None => return Ok(None),
+            },
+        };
+        // The mapping and the principal are written and removed together; the check
+        // keeps it so should anything ever leave one without the other.
+        Ok(self.principal(&name).await?.filter(|p| p.oidc.as_ref() == Some(identity)))
     }
 
     /// Whether `name` is defined in the configuration (and so cannot be changed here).
@@ -149,21 +186,34 @@ impl Directory {
         }
         let key = format!("{PRINCIPAL}{}", principal.name).into_bytes();
         let value = serde_json::to_vec(principal).map_err(|e| Error::Internal(e.to_string()))?;
-        match self.space.commit(&[Check::Absent(key.clone())], &[Write { key, value: Some(value) }]).await {
+        let mut checks = vec![Check::Absent(key.clone())];
+        let mut writes = vec![Write { key, value: Some(value) }];
+        if let Some(identity) = &principal.oidc {
+            if self.configured_identities.contains_key(identity) {
+                return Err(Error::AlreadyExists(format!("{identity} already acts as another principal")));
+            }
+            checks.push(Check::Absent(identity.key()));
+            writes.push(Write { key: identity.key(), value: Some(principal.name.clone().into_bytes()) });
+        }
+        match self.space.commit(&checks, &writes).await {
             Ok(()) => Ok(()),
-            Err(KvError::Conflict) => Err(Error::AlreadyExists(format!("principal {} already exists", principal.name))),
+            Err(KvError::Conflict) => Err(Error::AlreadyExists(format!(
+                "principal {} already exists, or its OIDC identity acts as another",
+                principal.name
+            ))),
             Err(e) => Err(store_err(e)),
         }
     }
 
-    /// Removes a principal created through the API; false if there was none.
-    pub async fn remove_principal(&self, name: &str) -> Result<bool, Error> {
-        let key = format!("{PRINCIPAL}{name}").into_bytes();
-        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]).await {
-            Ok(()) => Ok(true),
-            Err(KvError::Conflict) => Ok(false),
-            Err(e) => Err(store_err(e)),
+    /// The check and write that remove a principal created through the API (committed
+    /// with the revocation of its grants).
+    pub fn principal_removal(&self, principal: &Principal) -> (Check, Vec<Write>) {
+        let key = format!("{PRINCIPAL}{}", principal.name).into_bytes();
+        let mut writes = vec![Write { key: key.clone(), value: None }];
+        if let Some(identity) = &principal.oidc {
+            writes.push(Write { key: identity.key(), value: None });
         }
+        (Check::Present(key), writes)
     }
 
     /// Every tenant: created ones and those configured principals belong to.
@@ -193,17 +243,20 @@ impl Directory {
         }
     }
 
-    /// Removes an empty tenant created through the API.
-    pub async fn remove_tenant(&self, name: &str) -> Result<(), Error> {
+    /// The check and write that remove a tenant created through the API (committed
+    /// with the revocation of its grants). 409 while principals belong to it.
+    pub async fn tenant_removal(&self, name: &str) -> Result<(Check, Vec<Write>), Error> {
         if self.principals().await?.iter().any(|p| p.tenant == name) {
             return Err(Error::Conflict(format!("tenant {name} still has principals")));
         }
         let key = format!("{TENANT}{name}").into_bytes();
-        match self.space.commit(&[Check::Present(key.clone())], &[Write { key, value: None }]).await {
-            Ok(()) => Ok(()),
-            Err(KvError::Conflict) => Err(Error::NotFound(format!("tenant {name} does not exist"))),
-            Err(e) => Err(store_err(e)),
-        }
+        Ok((Check::Present(key.clone()), vec![Write { key, value: None }]))
+    }
+}
+
+impl std::fmt::Display for OidcIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "subject {:?} of issuer {}", self.subject, self.issuer)
     }
 }
 

@@ -18,8 +18,8 @@ use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 
-pub use directory::{hash_secret, Directory, Principal, Role};
-pub use tokens::{Oidc, TokenIssuer, Verified};
+pub use directory::{hash_secret, Directory, OidcIdentity, Principal, Role};
+pub use tokens::{Bearer, Oidc, TokenIssuer, Verified};
 
 use crate::error::Error;
 
@@ -51,9 +51,15 @@ impl Authenticator {
                 role: Role::Admin,
                 server_admin: true,
                 secret_hash: None,
+                oidc: None,
             })
         });
         Self { directory, issuer, oidc, anonymous, verified: Mutex::new(HashMap::new()) }
+    }
+
+    /// The OpenID Connect issuer whose users principals may be mapped to.
+    pub fn oidc_issuer(&self) -> Option<&str> {
+        self.oidc.as_ref().map(Oidc::issuer)
     }
 
     /// The principal behind a request's `Authorization` header.
@@ -67,19 +73,29 @@ impl Authenticator {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
-        let verified = self.verify(token)?;
-        let principal = self
-            .directory
-            .principal(&verified.name)
-            .await?
-            .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {}", verified.name)))?;
-        // A token names the principal it was issued to, not whoever holds the name now.
-        if verified.id.as_deref().is_some_and(|id| id != principal.id()) {
-            return Err(Error::NotAuthorized(format!(
-                "the principal {} this token was issued to no longer exists",
-                verified.name
-            )));
-        }
+        let principal = match self.verify(token)?.bearer {
+            Bearer::Issued { name, id } => {
+                let principal = self
+                    .directory
+                    .principal(&name)
+                    .await?
+                    .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {name}")))?;
+                // A token names the principal it was issued to, not whoever holds the name now.
+                if id.as_deref().is_some_and(|id| id != principal.id()) {
+                    return Err(Error::NotAuthorized(format!(
+                        "the principal {name} this token was issued to no longer exists"
+                    )));
+                }
+                principal
+            }
+            // Only an explicit mapping makes an OIDC user a principal: its subject is
+            // never read as a principal's name.
+            Bearer::Oidc(identity) => self
+                .directory
+                .principal_for(&identity)
+                .await?
+                .ok_or_else(|| Error::NotAuthorized(format!("no principal is mapped to the OIDC {identity}")))?,
+        };
         Ok(Arc::new(principal))
     }
 

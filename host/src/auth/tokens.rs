@@ -8,6 +8,7 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{decode, decode_header, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use super::OidcIdentity;
 use crate::config::OidcConfig;
 use crate::error::Error;
 
@@ -34,13 +35,21 @@ pub(super) fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-/// Who a valid token names: a principal's name, its id when the token carries one,
-/// and when the token expires.
+/// Who a valid token names, and when the token expires.
 #[derive(Debug, Clone)]
 pub struct Verified {
-    pub name: String,
-    pub id: Option<String>,
+    pub bearer: Bearer,
     pub exp: u64,
+}
+
+/// Who a valid token names.
+#[derive(Debug, Clone)]
+pub enum Bearer {
+    /// A principal this server issued the token to: its name, and its id when the
+    /// token carries one.
+    Issued { name: String, id: Option<String> },
+    /// A user of the OpenID Connect issuer.
+    Oidc(OidcIdentity),
 }
 
 /// Signs and verifies this server's own tokens.
@@ -78,7 +87,10 @@ impl TokenIssuer {
     /// The principal a token was issued to, and when the token expires.
     pub fn verify(&self, token: &str) -> Result<Verified, Error> {
         decode::<Claims>(token, &self.decoding, &self.validation)
-            .map(|data| Verified { name: data.claims.sub, id: data.claims.pid, exp: data.claims.exp })
+            .map(|data| Verified {
+                bearer: Bearer::Issued { name: data.claims.sub, id: data.claims.pid },
+                exp: data.claims.exp,
+            })
             .map_err(unauthorized)
     }
 }
@@ -111,7 +123,12 @@ impl Oidc {
         })
     }
 
-    /// The principal a valid token names, and when the token expires.
+    /// The `iss` its tokens carry.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The identity a valid token names, and when the token expires.
     pub fn verify(&self, token: &str) -> Result<Verified, Error> {
         let header = decode_header(token).map_err(unauthorized)?;
         if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
@@ -131,9 +148,9 @@ impl Oidc {
         let data =
             decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation).map_err(unauthorized)?;
         let exp = data.claims.get("exp").and_then(|v| v.as_u64()).ok_or_else(|| unauthorized("no exp claim"))?;
-        let name = data.claims.get(&self.claim).and_then(|v| v.as_str()).map(str::to_string);
-        let name = name.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?;
-        Ok(Verified { name, id: None, exp })
+        let subject = data.claims.get(&self.claim).and_then(|v| v.as_str()).map(str::to_string);
+        let subject = subject.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?;
+        Ok(Verified { bearer: Bearer::Oidc(OidcIdentity { issuer: self.issuer.clone(), subject }), exp })
     }
 }
 
@@ -151,8 +168,8 @@ mod tests {
         let issuer = TokenIssuer::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(60));
         let (token, lifetime) = issuer.issue("alice", "id-1");
         assert_eq!(lifetime, 60);
-        let verified = issuer.verify(&token).unwrap();
-        assert_eq!((verified.name.as_str(), verified.id.as_deref()), ("alice", Some("id-1")));
+        let Bearer::Issued { name, id } = issuer.verify(&token).unwrap().bearer else { panic!("issued here") };
+        assert_eq!((name.as_str(), id.as_deref()), ("alice", Some("id-1")));
         assert!(is_self_issued(&token));
         let other = TokenIssuer::new(b"another key of thirty-two bytes!", Duration::from_secs(60));
         assert!(other.verify(&token).is_err(), "signed with another key");

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{end_of, store_err, Authorizer, Privilege, Resource};
 use crate::error::Error;
-use crate::storage::kv::{KvStore, Write};
+use crate::storage::kv::{Check, KvStore, Write};
 
 /// Who a grant is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,8 +26,14 @@ pub struct Grant {
 
 const GRANT: &str = "grant/";
 
-fn key(id: &str) -> Vec<u8> {
+pub(super) fn key(id: &str) -> Vec<u8> {
     format!("{GRANT}{id}").into_bytes()
+}
+
+/// The write that stores `grant`.
+pub(super) fn write(grant: &Grant) -> Result<Write, Error> {
+    let value = serde_json::to_vec(grant).map_err(|e| Error::Internal(e.to_string()))?;
+    Ok(Write { key: key(&grant.id), value: Some(value) })
 }
 
 /// Reads every stored grant.
@@ -57,8 +63,7 @@ impl Authorizer {
     /// Records a grant.
     pub async fn add_grant(&self, resource: Resource, privilege: Privilege, grantee: Grantee) -> Result<Grant, Error> {
         let grant = Grant { id: uuid::Uuid::now_v7().simple().to_string(), resource, privilege, grantee };
-        let value = serde_json::to_vec(&grant).map_err(|e| Error::Internal(e.to_string()))?;
-        self.change(vec![Write { key: key(&grant.id), value: Some(value) }]).await?;
+        self.change(vec![write(&grant)?]).await?;
         Ok(grant)
     }
 
@@ -76,22 +81,14 @@ impl Authorizer {
         Ok(!self.revoke_where(|g| g.id == id).await?.is_empty())
     }
 
-    /// Revokes every grant on `resource` or inside it (it was dropped: a namespace or
-    /// table created later under the same name must not inherit them).
-    pub async fn revoke_within(&self, resource: &Resource) -> Result<(), Error> {
-        self.revoke_where(|g| resource.covers(&g.resource)).await.map(|_| ())
-    }
-
-    /// Revokes every grant held by `grantee` (a deleted principal).
-    pub async fn revoke_grantee(&self, grantee: &Grantee) -> Result<(), Error> {
-        self.revoke_where(|g| &g.grantee == grantee).await.map(|_| ())
-    }
-
-    /// Moves the grants on a table or view to its new name after a rename.
-    pub async fn move_grants(&self, from: &Resource, to: &Resource) -> Result<(), Error> {
-        for grant in self.revoke_where(|g| &g.resource == from).await? {
-            self.add_grant(to.clone(), grant.privilege, grant.grantee).await?;
+    /// Removes a principal or tenant and every grant it holds, in one commit:
+    /// `removal` is the directory's own check and write for it. False if the check
+    /// failed (it was not there).
+    pub async fn remove_grantee(&self, grantee: &Grantee, removal: (Check, Vec<Write>)) -> Result<bool, Error> {
+        let (check, mut writes) = removal;
+        for grant in self.all_grants().await?.iter().filter(|g| &g.grantee == grantee) {
+            writes.push(Write { key: key(&grant.id), value: None });
         }
-        Ok(())
+        self.change_if(&[check], writes).await
     }
 }

@@ -13,6 +13,7 @@
 //!   may read but not write gets 403. Listings filter; they never deny.
 
 mod grants;
+mod intents;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -20,10 +21,11 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 
 pub use grants::{Grant, Grantee};
+pub use intents::{Effect, Intent};
 
 use crate::auth::{Principal, Role};
 use crate::error::Error;
-use crate::storage::kv::{KvError, KvStore, Write};
+use crate::storage::kv::{Check, KvError, KvStore, Write};
 
 /// What a caller may do. Each level includes the ones below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -191,25 +193,37 @@ impl Authorizer {
 
     /// Writes a change, with the version key, in one commit.
     async fn change(&self, writes: Vec<Write>) -> Result<(), Error> {
+        self.change_if(&[], writes).await.map(|_| ())
+    }
+
+    /// Writes a change, with the version key, in one commit if `checks` hold; false if
+    /// they did not.
+    async fn change_if(&self, checks: &[Check], writes: Vec<Write>) -> Result<bool, Error> {
         let mut writes = writes;
         writes.push(Write { key: VERSION.to_vec(), value: Some(Vec::new()) });
-        self.space.commit(&[], &writes).await.map_err(store_err)?;
+        match self.space.commit(checks, &writes).await {
+            Ok(()) => {}
+            Err(KvError::Conflict) => return Ok(false),
+            Err(e) => return Err(store_err(e)),
+        }
         let held = self.snapshot.read().expect("authorization snapshot").clone();
-        self.reload_if_changed(held).await.map(|_| ())
+        self.reload_if_changed(held).await.map(|_| true)
     }
 
     fn owner_key(root: &str) -> Vec<u8> {
         format!("{OWNER}{root}").into_bytes()
     }
 
-    /// Records the owner of a root namespace that was just created.
+    /// Records the owner of a root namespace (tests; requests go through intents).
+    #[cfg(test)]
     pub async fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
         self.change(vec![Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) }]).await
     }
 
-    /// Forgets a dropped root namespace's owner.
-    pub async fn forget_owner(&self, root: &str) -> Result<(), Error> {
-        self.change(vec![Write { key: Self::owner_key(root), value: None }]).await
+    /// Whether `tenant` owns a root namespace or a mount.
+    pub async fn owns_anything(&self, tenant: &str) -> Result<bool, Error> {
+        let owners = self.current().await?;
+        Ok(self.mount_owners.values().chain(owners.owners.values()).any(|owner| owner == tenant))
     }
 
     /// Everything needed to decide for one caller during one request.

@@ -1,8 +1,9 @@
 //! A backend that fails after applying a change, for the commit-state-unknown tests.
 //!
 //! Namespaces and table pointers live in the kv key space. `commit-table` swaps the
-//! pointer and then traps; so does `create-table` for a table named `unknown-…`.
-//! The host must keep the metadata file it wrote, since the pointer names it.
+//! pointer and then traps; so do the creates and drops of namespaces and tables named
+//! `unknown-…`. The host must keep the metadata file it wrote, since the pointer names
+//! it, and carry through what goes with the change (an owner, revoked grants).
 
 wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
 
@@ -50,6 +51,8 @@ impl Guest for Flaky {
                 "GET /v1/{prefix}/namespaces".into(),
                 "POST /v1/{prefix}/namespaces".into(),
                 "GET /v1/{prefix}/namespaces/{namespace}".into(),
+                "DELETE /v1/{prefix}/namespaces/{namespace}".into(),
+                "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
                 "POST /v1/{prefix}/namespaces/{namespace}/tables".into(),
                 "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
                 "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
@@ -64,7 +67,25 @@ impl Guest for Flaky {
         let key = namespace_key(&ns);
         kv::commit(&[Check::Absent(key.clone())], &[write(key, vec![])])
             .map_err(|_| Error::AlreadyExists("namespace exists".into()))?;
+        fail_after_applying(ns.last().map(String::as_str));
         Ok(props)
+    }
+
+    fn drop_namespace(ns: Vec<String>) -> Result<(), Error> {
+        let key = namespace_key(&ns);
+        kv::commit(&[Check::Present(key.clone())], &[Write { key, value: None }])
+            .map_err(|_| Error::NotFound("no such namespace".into()))?;
+        fail_after_applying(ns.last().map(String::as_str));
+        Ok(())
+    }
+
+    fn drop_table(id: Ident) -> Result<Pointer, Error> {
+        let key = table_key(&id);
+        let entry = kv::get(&key)?.ok_or_else(|| Error::NotFound("no such table".into()))?;
+        kv::commit(&[Check::AtVersion((key.clone(), entry.version))], &[Write { key, value: None }])
+            .map_err(|_| Error::Conflict("the table changed".into()))?;
+        fail_after_applying(Some(&id.name));
+        Ok(decode(&entry.value))
     }
 
     fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
@@ -85,9 +106,7 @@ impl Guest for Flaky {
         let key = table_key(&id);
         kv::commit(&[Check::Absent(key.clone())], &[write(key, encode(&state))])
             .map_err(|_| Error::AlreadyExists("table exists".into()))?;
-        if id.name.starts_with("unknown-") {
-            panic!("deliberate failure after the create applied");
-        }
+        fail_after_applying(Some(&id.name));
         Ok(())
     }
 
@@ -105,17 +124,11 @@ impl Guest for Flaky {
     fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
         Ok(NamespacePage { items: vec![], done: true })
     }
-    fn drop_namespace(_: Vec<String>) -> Result<(), Error> {
-        Err(no())
-    }
     fn update_namespace_properties(_: Vec<String>, _: Vec<String>, _: Properties) -> Result<PropertiesUpdate, Error> {
         Err(no())
     }
     fn list_tables(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> {
         Ok(NamePage { items: vec![], done: true })
-    }
-    fn drop_table(_: Ident) -> Result<Pointer, Error> {
-        Err(no())
     }
     fn rename_table(_: Ident, _: Ident) -> Result<(), Error> {
         Err(no())
@@ -140,6 +153,13 @@ impl Guest for Flaky {
     }
     fn commit_transaction(_: Vec<TableCommit>) -> Result<(), Error> {
         Err(no())
+    }
+}
+
+/// Traps when `name` is `unknown-…`: the change has applied, the host is not told.
+fn fail_after_applying(name: Option<&str>) {
+    if name.is_some_and(|n| n.starts_with("unknown-")) {
+        panic!("deliberate failure after the change applied");
     }
 }
 

@@ -1,0 +1,204 @@
+//! What a backend change does to the authorization state: a new root namespace gets
+//! its owner, a dropped resource loses its grants (and its owner), a renamed one keeps
+//! its grants under the new name.
+//!
+//! The backend's store and the host's key space cannot share one transaction, so the
+//! host records an intent first, makes the backend change, then applies the effect
+//! and removes the intent in one commit. An intent left behind by a crash is settled
+//! at start-up (`crate::recovery`) by asking the backend whether its change happened.
+
+use serde::{Deserialize, Serialize};
+
+use super::{end_of, grants, store_err, Authorizer, Resource};
+use crate::error::Error;
+use crate::storage::kv::{Check, KvError, Write};
+
+/// What the authorization state must do once a backend change has happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "kebab-case")]
+pub enum Effect {
+    /// A root namespace of the root catalog is being created for `tenant`.
+    Own { root: String, tenant: String },
+    /// A namespace, table or view is being dropped.
+    Forget { resource: Resource },
+    /// A table or view is being renamed.
+    Move { from: Resource, to: Resource },
+}
+
+/// An effect waiting for its backend change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Intent {
+    /// Its key in the host key space.
+    #[serde(skip)]
+    key: Vec<u8>,
+    /// When it was recorded (seconds since the epoch).
+    pub at: u64,
+    #[serde(flatten)]
+    pub effect: Effect,
+}
+
+const INTENT: &str = "intent/";
+
+/// One key per root namespace being created: two creators of one name meet here.
+fn own_key(root: &str) -> Vec<u8> {
+    format!("{INTENT}own/{root}").into_bytes()
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Authorizer {
+    /// Records an intent before its backend change. Creating a root namespace that has
+    /// an owner, or that somebody else is creating right now, is refused here (409).
+    pub async fn intend(&self, effect: Effect) -> Result<Intent, Error> {
+        let mut checks = vec![];
+        let key = match &effect {
+            Effect::Own { root, .. } => {
+                let key = own_key(root);
+                checks.push(Check::Absent(Self::owner_key(root)));
+                checks.push(Check::Absent(key.clone()));
+                key
+            }
+            _ => format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(),
+        };
+        let intent = Intent { key, at: now(), effect };
+        let value = serde_json::to_vec(&intent).map_err(|e| Error::Internal(e.to_string()))?;
+        match self.space.commit(&checks, &[Write { key: intent.key.clone(), value: Some(value) }]).await {
+            Ok(()) => Ok(intent),
+            Err(KvError::Conflict) => match &intent.effect {
+                Effect::Own { root, .. } => Err(Error::AlreadyExists(format!("namespace {root} already exists"))),
+                _ => Err(Error::Internal("an intent key was taken twice".into())),
+            },
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    /// The intent to create the root namespace `root`, if one is waiting.
+    pub async fn pending_creation(&self, root: &str) -> Result<Option<Intent>, Error> {
+        let Some(entry) = self.space.get(&own_key(root)).await.map_err(store_err)? else { return Ok(None) };
+        let mut intent: Intent = serde_json::from_slice(&entry.value)
+            .map_err(|e| Error::Internal(format!("a stored intent is corrupt: {e}")))?;
+        intent.key = entry.key;
+        Ok(Some(intent))
+    }
+
+    /// The backend change happened: applies the effect and removes the intent, in one
+    /// commit.
+    pub async fn fulfil(&self, intent: &Intent) -> Result<(), Error> {
+        let mut writes = vec![Write { key: intent.key.clone(), value: None }];
+        match &intent.effect {
+            Effect::Own { root, tenant } => {
+                writes.push(Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) })
+            }
+            Effect::Forget { resource } => {
+                // Nothing created later under this name may inherit its grants or owner.
+                for grant in self.all_grants().await?.iter().filter(|g| resource.covers(&g.resource)) {
+                    writes.push(Write { key: grants::key(&grant.id), value: None });
+                }
+                if let Resource::Namespace(ns) = resource {
+                    if let [root] = ns.as_slice() {
+                        writes.push(Write { key: Self::owner_key(root), value: None });
+                    }
+                }
+            }
+            Effect::Move { from, to } => {
+                for grant in self.all_grants().await?.into_iter().filter(|g| &g.resource == from) {
+                    let moved = grants::Grant { resource: to.clone(), ..grant };
+                    writes.push(grants::write(&moved)?);
+                }
+            }
+        }
+        self.change(writes).await
+    }
+
+    /// The backend change did not happen: removes the intent.
+    pub async fn abandon(&self, intent: &Intent) -> Result<(), Error> {
+        self.space.commit(&[], &[Write { key: intent.key.clone(), value: None }]).await.map_err(store_err)
+    }
+
+    /// Every intent still waiting.
+    pub async fn intents(&self) -> Result<Vec<Intent>, Error> {
+        let entries = self.space.scan(INTENT.as_bytes(), Some(&end_of(INTENT)), usize::MAX).await.map_err(store_err)?;
+        entries
+            .into_iter()
+            .map(|entry| {
+                let mut intent: Intent = serde_json::from_slice(&entry.value)
+                    .map_err(|e| Error::Internal(format!("a stored intent is corrupt: {e}")))?;
+                intent.key = entry.key;
+                Ok(intent)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::authz::{Grantee, Privilege};
+    use crate::storage::kv::{KvStore, RedbStore};
+
+    async fn authorizer(dir: &tempfile::TempDir) -> Authorizer {
+        let store = RedbStore::open(&dir.path().join("h.redb")).unwrap();
+        Authorizer::load(KvStore::Redb(store.space("h").unwrap()), HashMap::new()).await.unwrap()
+    }
+
+    fn ns(name: &str) -> Resource {
+        Resource::Namespace(vec![name.to_string()])
+    }
+
+    #[tokio::test]
+    async fn a_root_is_owned_only_once_the_intent_is_fulfilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let authz = authorizer(&dir).await;
+        let own = Effect::Own { root: "sales".into(), tenant: "acme".into() };
+        let intent = authz.intend(own.clone()).await.unwrap();
+        assert!(authz.current().await.unwrap().owners.is_empty(), "nobody owns it before the backend change");
+        let again = authz.intend(own.clone()).await.unwrap_err();
+        assert!(matches!(again, Error::AlreadyExists(_)), "a second creator waits for nobody: {again}");
+        assert_eq!(authz.intents().await.unwrap().len(), 1);
+        authz.fulfil(&intent).await.unwrap();
+        assert_eq!(authz.current().await.unwrap().owners.get("sales").map(String::as_str), Some("acme"));
+        assert!(authz.intents().await.unwrap().is_empty());
+        assert!(matches!(authz.intend(own).await, Err(Error::AlreadyExists(_))), "an owned root exists");
+    }
+
+    #[tokio::test]
+    async fn forgetting_and_moving_change_grants_in_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let authz = authorizer(&dir).await;
+        authz.set_owner("sales", "acme").await.unwrap();
+        let bob = Grantee::Principal("bob-id".into());
+        let t = Resource::table(&["sales".to_string()], "t");
+        let u = Resource::table(&["sales".to_string()], "u");
+        let kept = authz.add_grant(ns("other"), Privilege::Read, bob.clone()).await.unwrap();
+        let on_t = authz.add_grant(t.clone(), Privilege::Write, bob.clone()).await.unwrap();
+        authz.add_grant(t.clone(), Privilege::Read, Grantee::Tenant("evil".into())).await.unwrap();
+
+        let rename = authz.intend(Effect::Move { from: t.clone(), to: u.clone() }).await.unwrap();
+        authz.fulfil(&rename).await.unwrap();
+        let grants = authz.all_grants().await.unwrap();
+        assert_eq!(grants.iter().filter(|g| g.resource == u).count(), 2, "{grants:?}");
+        assert!(grants.iter().any(|g| g.id == on_t.id && g.resource == u), "a moved grant keeps its id");
+        assert!(!grants.iter().any(|g| g.resource == t));
+
+        let drop = authz.intend(Effect::Forget { resource: ns("sales") }).await.unwrap();
+        authz.fulfil(&drop).await.unwrap();
+        let grants = authz.all_grants().await.unwrap();
+        assert_eq!(grants.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(), [kept.id.as_str()]);
+        assert!(authz.current().await.unwrap().owners.is_empty(), "the dropped root has no owner");
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_intent_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let authz = authorizer(&dir).await;
+        let grant = authz.add_grant(ns("a"), Privilege::Read, Grantee::Tenant("t".into())).await.unwrap();
+        let intent = authz.intend(Effect::Forget { resource: ns("a") }).await.unwrap();
+        authz.abandon(&intent).await.unwrap();
+        assert_eq!(authz.all_grants().await.unwrap(), vec![grant]);
+        assert!(authz.intents().await.unwrap().is_empty());
+    }
+}

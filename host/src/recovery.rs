@@ -1,0 +1,121 @@
+//! Backend changes and the authorization effects that go with them, carried through
+//! to the end: an intent (`authz::intents`) is recorded before the backend change and
+//! settled after it — fulfilled if the change happened, abandoned if it did not. When
+//! a change fails in a way that leaves its outcome open, or a crash interrupts it, the
+//! backend is asked whether the change is there; at start-up every intent left behind
+//! is settled that way before the server answers anybody.
+
+use std::future::Future;
+
+use crate::authz::{Authorizer, Effect, Intent, Resource};
+use crate::error::Error;
+use crate::mounts::Mounts;
+use crate::plugins::bindings::Ident;
+use crate::plugins::BackendErrorKind;
+
+/// On a store several hosts share, an intent younger than this may belong to a request
+/// another host is still serving: start-up leaves it alone (and says so).
+const SHARED_GRACE_SECS: u64 = 600;
+
+/// Runs `change` (a backend change) under an intent for `effect`, and settles the
+/// intent by its outcome.
+pub async fn with_intent<T>(
+    authz: &Authorizer,
+    mounts: &Mounts,
+    effect: Effect,
+    change: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let intent = match (authz.intend(effect.clone()).await, &effect) {
+        // A create of this root that failed earlier without telling whether it applied
+        // blocks the name until it is settled: settle it now, then try again.
+        (Err(Error::AlreadyExists(exists)), Effect::Own { root, .. }) => match authz.pending_creation(root).await? {
+            Some(earlier) => {
+                settle(authz, mounts, &earlier).await?;
+                authz.intend(effect).await?
+            }
+            None => return Err(Error::AlreadyExists(exists)),
+        },
+        (intent, _) => intent?,
+    };
+    let outcome = change.await;
+    let settled = match &outcome {
+        Ok(_) => authz.fulfil(&intent).await,
+        Err(e) if !e.may_have_applied() => authz.abandon(&intent).await,
+        Err(_) => settle(authz, mounts, &intent).await.map(|_| ()),
+    };
+    if let Err(e) = settled {
+        tracing::warn!(effect = ?intent.effect, error = %e, "an intent stays for the start-up repair");
+        if outcome.is_ok() {
+            return Err(e);
+        }
+    }
+    outcome
+}
+
+/// Fulfils `intent` if the backend shows its change, abandons it if not; which of the
+/// two it did.
+async fn settle(authz: &Authorizer, mounts: &Mounts, intent: &Intent) -> Result<Settled, Error> {
+    let happened = match &intent.effect {
+        Effect::Own { root, .. } => exists(mounts, &Resource::Namespace(vec![root.clone()])).await?,
+        Effect::Forget { resource } => !exists(mounts, resource).await?,
+        Effect::Move { from, to } => exists(mounts, to).await? && !exists(mounts, from).await?,
+    };
+    if happened {
+        authz.fulfil(intent).await.map(|_| Settled::Fulfilled)
+    } else {
+        authz.abandon(intent).await.map(|_| Settled::Abandoned)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    Fulfilled,
+    Abandoned,
+}
+
+/// Whether the backend holds `resource` now; an error when it cannot say.
+async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
+    let (mount, local) = mounts.route(resource.namespace());
+    let ident = |name: &str| Ident { namespace: local.to_vec(), name: name.to_string() };
+    let found = match resource {
+        // A mount root exists because the mount does.
+        Resource::Namespace(_) if local.is_empty() => return Ok(true),
+        Resource::Namespace(_) => mount.backend.load_namespace(local.to_vec()).await.map(|_| ()),
+        Resource::Table { name, .. } => mount.backend.load_table(ident(name), None).await.map(|_| ()),
+        Resource::View { name, .. } => mount.backend.load_view(ident(name)).await.map(|_| ()),
+    };
+    match found {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind == BackendErrorKind::NotFound => Ok(false),
+        Err(e) => {
+            let why = format!("cannot tell whether {resource} exists: {e}");
+            Err(if e.kind == BackendErrorKind::Unavailable { Error::Unavailable(why) } else { Error::Internal(why) })
+        }
+    }
+}
+
+/// Settles every intent a crash left behind; `shared` says whether other hosts may be
+/// serving from the same store right now. Returns how many it settled and how many it
+/// left (each reported in the log).
+pub async fn repair(authz: &Authorizer, mounts: &Mounts, shared: bool) -> Result<(usize, usize), Error> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (mut settled, mut left) = (0, 0);
+    for intent in authz.intents().await? {
+        if shared && now.saturating_sub(intent.at) < SHARED_GRACE_SECS {
+            tracing::info!(effect = ?intent.effect, "start-up repair: left alone, another host may be serving it");
+            left += 1;
+            continue;
+        }
+        match settle(authz, mounts, &intent).await {
+            Ok(how) => {
+                tracing::warn!(effect = ?intent.effect, outcome = ?how, "start-up repair: settled a change a crash interrupted");
+                settled += 1;
+            }
+            Err(e) => {
+                tracing::error!(effect = ?intent.effect, error = %e, "start-up repair: cannot settle; the next start tries again");
+                left += 1;
+            }
+        }
+    }
+    Ok((settled, left))
+}

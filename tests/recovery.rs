@@ -1,0 +1,123 @@
+//! What goes with a backend change is carried through whatever happens to the
+//! change: a backend that fails after applying it, or a crash between the backend's
+//! commit and the host's. A root namespace always has its owner, and a dropped
+//! resource never keeps its grants.
+
+mod support;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+use support::{assert_error, components_dir, schema, Api, Server};
+
+async fn grants(admin: &Api) -> Vec<Value> {
+    let (status, body) = admin.send(Method::GET, "/management/v1/grants", None).await;
+    assert_eq!(status, 200, "{body}");
+    body["grants"].as_array().unwrap().clone()
+}
+
+async fn grant(admin: &Api, body: Value) -> String {
+    let (status, granted) = admin.send(Method::POST, "/management/v1/grants", Some(body)).await;
+    assert_eq!(status, 201, "{granted}");
+    granted["id"].as_str().unwrap().to_string()
+}
+
+/// The root catalog is the flaky component: its creates and drops of `unknown-…`
+/// apply and then trap, so the host is told nothing but a failure.
+#[tokio::test]
+async fn a_change_that_fails_after_applying_still_carries_its_effects() {
+    let s = Server::start(&format!("[storage]\nbackend = \"{}\"\n", components_dir().join("flaky.wasm").display()));
+    let admin: &Api = &s;
+    assert_eq!(admin.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "other"}))).await.0, 201);
+
+    // The namespace was created: it must have its owner, or nobody could ever see it.
+    let created = admin.post("/namespaces", json!({"namespace": ["unknown-a"]})).await;
+    assert_eq!(created.0, 500, "{}", created.1);
+    assert_eq!(admin.get("/namespaces/unknown-a").await.0, 200, "the interrupted create recorded its owner");
+    assert_error(&admin.post("/namespaces", json!({"namespace": ["unknown-a"]})).await, 409, "AlreadyExistsException");
+
+    assert_eq!(admin.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let table = admin.post("/namespaces/db/tables", json!({"name": "unknown-t", "schema": schema()})).await;
+    assert_eq!(table.0, 500, "{}", table.1);
+    assert_eq!(admin.get("/namespaces/db/tables/unknown-t").await.0, 200);
+    let on_table = json!({"namespace": ["db"], "table": "unknown-t", "privilege": "read", "tenant": "other"});
+    let on_table = grant(admin, on_table).await;
+    let on_namespace = grant(admin, json!({"namespace": ["unknown-a"], "privilege": "write", "tenant": "other"})).await;
+    let on_db = grant(admin, json!({"namespace": ["db"], "privilege": "read", "tenant": "other"})).await;
+
+    // The drops applied: the grants on what they dropped must go with them.
+    assert_eq!(admin.delete("/namespaces/db/tables/unknown-t").await.0, 500);
+    assert_eq!(admin.get("/namespaces/db/tables/unknown-t").await.0, 404);
+    assert_eq!(admin.delete("/namespaces/unknown-a").await.0, 500);
+    assert_eq!(admin.get("/namespaces/unknown-a").await.0, 404);
+    let left: Vec<String> = grants(admin).await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    assert!(!left.contains(&on_table), "the dropped table's grant is gone: {left:?}");
+    assert!(!left.contains(&on_namespace), "the dropped namespace's grant is gone: {left:?}");
+    assert!(left.contains(&on_db), "the grant on what was not dropped stays: {left:?}");
+}
+
+/// Writes keys into a stopped server's host key space.
+async fn write_host_keys(file: &std::path::Path, writes: &[(&str, Option<Value>)]) {
+    use rustberg::storage::kv::{KvStore, RedbStore, Write};
+    let host = KvStore::Redb(RedbStore::open(file).unwrap().space("rustberg:host").unwrap());
+    let writes: Vec<Write> = writes
+        .iter()
+        .map(|(key, value)| Write {
+            key: key.as_bytes().to_vec(),
+            value: value.as_ref().map(|v| match v {
+                Value::String(s) => s.as_bytes().to_vec(),
+                v => serde_json::to_vec(v).unwrap(),
+            }),
+        })
+        .collect();
+    host.commit(&[], &writes).await.unwrap();
+}
+
+async fn host_keys(file: &std::path::Path, prefix: &str) -> Vec<String> {
+    use rustberg::storage::kv::{prefix_end, KvStore, RedbStore};
+    let host = KvStore::Redb(RedbStore::open(file).unwrap().space("rustberg:host").unwrap());
+    let end = prefix_end(prefix.as_bytes());
+    let entries = host.scan(prefix.as_bytes(), end.as_deref(), 1000).await.unwrap();
+    entries.into_iter().map(|e| String::from_utf8_lossy(&e.key).into_owned()).collect()
+}
+
+/// A crash between a backend's commit and the host's leaves an intent; the next start
+/// settles each by what the backend holds, before it answers anybody.
+#[tokio::test]
+async fn start_up_settles_what_a_crash_left_half_done() {
+    let s = Server::start("");
+    for ns in ["half", "kept"] {
+        assert_eq!(s.post("/namespaces", json!({"namespace": [ns]})).await.0, 200);
+    }
+    let dir = s.stop();
+    let file = dir.path().join("data/catalog.redb");
+    let tenant_grant = |id: &str, ns: &str| json!({"id": id, "resource": {"namespace": [ns]}, "privilege": "read", "grantee": {"tenant": "default"}});
+    write_host_keys(
+        &file,
+        &[
+            // `half` was created in the backend; the crash came before its owner.
+            ("owner/half", None),
+            ("intent/own/half", Some(json!({"at": 0, "effect": "own", "root": "half", "tenant": "default"}))),
+            // `never` was not created: no owner may appear for it.
+            ("intent/own/never", Some(json!({"at": 0, "effect": "own", "root": "never", "tenant": "default"}))),
+            // `ghost` was dropped; the crash came before its grants were revoked.
+            ("grant/g-ghost", Some(tenant_grant("g-ghost", "ghost"))),
+            ("intent/0001", Some(json!({"at": 0, "effect": "forget", "resource": {"namespace": ["ghost"]}}))),
+            // The drop of `kept` never happened: its grant stays.
+            ("grant/g-kept", Some(tenant_grant("g-kept", "kept"))),
+            ("intent/0002", Some(json!({"at": 0, "effect": "forget", "resource": {"namespace": ["kept"]}}))),
+        ],
+    )
+    .await;
+
+    let s = Server::start_in(dir, "");
+    assert!(s.output().contains("start-up repair settled 4 interrupted change(s); 0 left"), "{}", s.output());
+    assert_eq!(s.get("/namespaces/half").await.0, 200, "the created namespace got its owner");
+    let (_, top) = s.get("/namespaces").await;
+    assert_eq!(top["namespaces"], json!([["half"], ["kept"]]));
+    let ids: Vec<String> = grants(&s).await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, ["g-kept"], "the dropped namespace's grant went; the other stayed");
+    let dir = s.stop();
+    let file = dir.path().join("data/catalog.redb");
+    assert_eq!(host_keys(&file, "intent/").await, Vec::<String>::new(), "every intent was settled");
+    assert_eq!(host_keys(&file, "owner/").await, ["owner/half", "owner/kept"]);
+}
