@@ -94,3 +94,42 @@ async fn a_mount_busy_with_stuck_calls_refuses_more_with_503() {
     assert!(message.contains("root catalog") && message.contains("busy"), "{message}");
     assert_eq!(s.post("/namespaces", json!({"namespace": ["fine"]})).await.0, 200, "served again");
 }
+
+/// `[mount.x.plugins]` gives one mount its own limits: its calls run under its own
+/// deadline and slot count, and while its one slot is stuck the other mounts serve.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mount_runs_under_its_own_limits_and_starves_no_other() {
+    let component = components_dir().join("misbehave.wasm");
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&format!(
+        "[mount.slow]\nbackend = \"{}\"\ncatalog_url = \"redb://{}/slow.redb\"\nowner = \"default\"\n\
+         [mount.slow.plugins]\ncall_timeout_ms = 400\npool_size = 1\n",
+        component.display(),
+        dir.path().display()
+    ));
+    let stuck = s.post("/namespaces", json!({"namespace": ["slow", "loop"]}));
+    let meanwhile = async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let refused = s.post("/namespaces", json!({"namespace": ["slow", "fine"]})).await;
+        let elsewhere = s.post("/namespaces", json!({"namespace": ["served"]})).await;
+        (refused, elsewhere)
+    };
+    let (stuck, (refused, elsewhere)) = tokio::join!(stuck, meanwhile);
+    assert_error(&stuck, 500, "InternalServerError");
+    let message = stuck.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("mount `slow`") && message.contains("time limit of 400 ms"), "{message}");
+    assert_error(&refused, 503, "ServiceUnavailableException");
+    assert!(refused.1["error"]["message"].as_str().unwrap().contains("mount `slow`"), "{}", refused.1);
+    assert_eq!(elsewhere.0, 200, "the root catalog kept serving: {}", elsewhere.1);
+}
+
+#[test]
+fn a_mount_limit_of_zero_is_refused_at_start_up() {
+    let output = Server::try_start(
+        "[mount.m]\nbackend = \"native\"\ncatalog_url = \"redb:///tmp/never-opened.redb\"\nowner = \"default\"\n\
+         [mount.m.plugins]\npool_size = 0\n",
+    )
+    .err()
+    .expect("refused");
+    assert!(output.contains("mount.m.plugins.pool_size is 0"), "{output}");
+}

@@ -43,6 +43,31 @@ pub struct MountConfig {
     /// For `rest`: how long one remote request may take, in milliseconds.
     #[serde(default = "default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// `[mount.<name>.plugins]`: this mount's own limits, over `[plugins]`.
+    #[serde(default)]
+    pub plugins: PluginOverrides,
+}
+
+/// Limits of one mount that differ from `[plugins]`; unset ones are taken from there.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginOverrides {
+    pub call_timeout_ms: Option<u64>,
+    pub memory_limit_mib: Option<u64>,
+    pub pool_size: Option<usize>,
+    pub recycle_after_calls: Option<u64>,
+}
+
+impl PluginOverrides {
+    /// `defaults` with these overrides applied.
+    pub fn over(&self, defaults: &PluginLimits) -> PluginLimits {
+        PluginLimits {
+            call_timeout_ms: self.call_timeout_ms.unwrap_or(defaults.call_timeout_ms),
+            memory_limit_mib: self.memory_limit_mib.unwrap_or(defaults.memory_limit_mib),
+            pool_size: self.pool_size.unwrap_or(defaults.pool_size),
+            recycle_after_calls: self.recycle_after_calls.unwrap_or(defaults.recycle_after_calls),
+        }
+    }
 }
 
 fn default_connect_timeout_ms() -> u64 {
@@ -326,18 +351,29 @@ impl Config {
         toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
     }
 
+    /// The limits the calls of mount `name` run under.
+    pub fn plugin_limits(&self, name: &str) -> PluginLimits {
+        match self.mounts.get(name) {
+            Some(mount) => mount.plugins.over(&self.plugins),
+            None => self.plugins.clone(),
+        }
+    }
+
     /// Refuses limits and mounts that cannot work together, listing every problem.
     pub fn check(&self) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
-        let limits = &self.plugins;
-        for (key, value) in [
-            ("plugins.call_timeout_ms", limits.call_timeout_ms),
-            ("plugins.memory_limit_mib", limits.memory_limit_mib),
-            ("plugins.pool_size", limits.pool_size as u64),
-            ("plugins.recycle_after_calls", limits.recycle_after_calls),
-        ] {
-            if value == 0 {
-                problems.push(format!("{key} is 0: no backend call could run"));
+        let scopes = std::iter::once(("plugins".to_string(), self.plugins.clone()))
+            .chain(self.mounts.keys().map(|name| (format!("mount.{name}.plugins"), self.plugin_limits(name))));
+        for (scope, limits) in scopes {
+            for (key, value) in [
+                ("call_timeout_ms", limits.call_timeout_ms),
+                ("memory_limit_mib", limits.memory_limit_mib),
+                ("pool_size", limits.pool_size as u64),
+                ("recycle_after_calls", limits.recycle_after_calls),
+            ] {
+                if value == 0 {
+                    problems.push(format!("{scope}.{key} is 0: no backend call could run"));
+                }
             }
         }
         let mut subjects = std::collections::HashMap::new();
@@ -352,11 +388,17 @@ impl Config {
         }
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
+            let limits = self.plugin_limits(name);
             if mount.backend == "rest" {
                 if mount.request_timeout_ms > limits.call_timeout_ms {
                     problems.push(format!(
-                        "mount.{name}.request_timeout_ms ({}) is above plugins.call_timeout_ms ({}): the call would be cut off before the remote's answer could be reported",
-                        mount.request_timeout_ms, limits.call_timeout_ms
+                        "mount.{name}.request_timeout_ms ({}) is above {} ({}): the call would be cut off before the remote's answer could be reported",
+                        mount.request_timeout_ms,
+                        match mount.plugins.call_timeout_ms {
+                            Some(_) => format!("mount.{name}.plugins.call_timeout_ms"),
+                            None => "plugins.call_timeout_ms".into(),
+                        },
+                        limits.call_timeout_ms
                     ));
                 }
                 continue;

@@ -140,7 +140,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
             );
         }
     }
-    let runtime = Runtime::new(config.plugins.clone(), data_dir.join("component-cache"))
+    let all_limits: Vec<_> =
+        std::iter::once(config.plugins.clone()).chain(config.mounts.keys().map(|m| config.plugin_limits(m))).collect();
+    let runtime = Runtime::new(&all_limits, data_dir.join("component-cache"))
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
     let grants = Grants {
@@ -152,7 +154,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     };
     let wasm = builtin::component(config.storage.backend.as_deref().unwrap_or("native"))
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
-    let pool = runtime.load(wasm, grants).await.context("refusing to start")?;
+    let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
     let mut root = Mount {
         name: None,

@@ -338,7 +338,17 @@ pub fn schema() -> Value {
 /// it. Asserts the commit either landed (200) or conflicted (409).
 pub async fn append_snapshot(s: &Api, snapshot_id: i64) -> u16 {
     let (_, table) = s.get("/namespaces/db/tables/t").await;
-    let metadata = &table["metadata"];
+    let (status, response) = s.post("/namespaces/db/tables/t", append_request(&table["metadata"], snapshot_id)).await;
+    assert!(status == 200 || status == 409, "a commit either lands or conflicts, got {status}: {response}");
+    if status == 409 {
+        assert_eq!(response["error"]["type"], "CommitFailedException");
+    }
+    status
+}
+
+/// A commit adding the snapshot `snapshot_id` as the child of main in `metadata`,
+/// required to find main where `metadata` has it.
+pub fn append_request(metadata: &Value, snapshot_id: i64) -> Value {
     let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
     let sequence = metadata["last-sequence-number"].as_i64().unwrap() + 1;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
@@ -353,19 +363,13 @@ pub async fn append_snapshot(s: &Api, snapshot_id: i64) -> u16 {
     if let Some(parent) = parent {
         snapshot["parent-snapshot-id"] = json!(parent);
     }
-    let body = json!({
+    json!({
         "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
         "updates": [
             {"action": "add-snapshot", "snapshot": snapshot},
             {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}
         ]
-    });
-    let (status, response) = s.post("/namespaces/db/tables/t", body).await;
-    assert!(status == 200 || status == 409, "a commit either lands or conflicts, got {status}: {response}");
-    if status == 409 {
-        assert_eq!(response["error"]["type"], "CommitFailedException");
-    }
-    status
+    })
 }
 
 /// Asserts a table's history holds exactly the `landed` snapshots, once each, in one

@@ -109,7 +109,7 @@ async fn open_one(
         let kv = open_store(mount, &config.root_catalog()?).await?;
         Grants { label, kv: Some(kv), http: None, config: Default::default(), log_budget: Default::default() }
     };
-    let pool = runtime.load(wasm, grants).await?;
+    let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
     let backend = Backend::open(pool).await?;
     let warehouse = if remote {
         None

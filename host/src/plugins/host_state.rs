@@ -222,4 +222,27 @@ mod tests {
         let written = (0..1000).filter(|_| !matches!(budget.take(), LogTurn::Drop)).count();
         assert_eq!(written, LOG_LINES_PER_SECOND as usize);
     }
+
+    #[tokio::test]
+    async fn a_scan_returns_at_most_its_cap_whatever_the_guest_asks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::storage::kv::RedbStore::open(&dir.path().join("k.redb")).unwrap();
+        let space = KvStore::Redb(store.space("s").unwrap());
+        let rows: Vec<store::Write> = (0..MAX_SCAN_ROWS + 5)
+            .map(|i| store::Write { key: format!("k{i:06}").into_bytes(), value: Some(vec![]) })
+            .collect();
+        space.commit(&[], &rows).await.unwrap();
+        let grants = Grants {
+            label: "mount `m`".into(),
+            kv: Some(space),
+            http: None,
+            config: Default::default(),
+            log_budget: Default::default(),
+        };
+        let mut state = HostState::new(Arc::new(grants), wasmtime::StoreLimitsBuilder::new().build());
+        let got = kv::Host::scan(&mut state, vec![], None, u32::MAX).await.unwrap().unwrap();
+        assert_eq!(got.len(), MAX_SCAN_ROWS);
+        let small = kv::Host::scan(&mut state, vec![], None, 3).await.unwrap().unwrap();
+        assert_eq!(small.len(), 3);
+    }
 }

@@ -88,3 +88,32 @@ impl HttpGrant {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn serve(body_bytes: usize) -> String {
+        let app = axum::Router::new().route("/big", axum::routing::get(move || async move { vec![b'x'; body_bytes] }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        origin
+    }
+
+    fn get(path: &str) -> Request {
+        Request { method: "GET".into(), path: path.into(), headers: vec![], body: vec![] }
+    }
+
+    #[tokio::test]
+    async fn a_remote_body_past_the_cap_is_refused() {
+        let timeout = Duration::from_secs(10);
+        let small = HttpGrant::new(serve(1 << 20).await, None, timeout, timeout).unwrap();
+        assert_eq!(small.send(get("/big")).await.unwrap().body.len(), 1 << 20);
+        let huge = HttpGrant::new(serve(MAX_RESPONSE_BYTES + 1).await, None, timeout, timeout).unwrap();
+        match huge.send(get("/big")).await {
+            Err(WitError::Unavailable(message)) => assert!(message.contains("more than 64 MiB"), "{message}"),
+            other => panic!("a body past the cap was handed over: {:?}", other.map(|r| r.body.len())),
+        }
+    }
+}

@@ -15,6 +15,7 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
 use super::host_state::{Grants, HostState};
+use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
 
@@ -57,9 +58,9 @@ impl InstancePool {
     async fn instantiate(&self) -> wasmtime::Result<Instance> {
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_limit_bytes())
-            .instances(100)
-            .tables(100)
-            .memories(16)
+            .instances(CORE_INSTANCES_PER_COMPONENT as usize)
+            .tables(TABLES_PER_COMPONENT as usize)
+            .memories(MEMORIES_PER_COMPONENT as usize)
             .trap_on_grow_failure(true)
             .build();
         let mut store = Store::new(self.pre.engine(), HostState::new(self.grants.clone(), limits));

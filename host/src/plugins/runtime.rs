@@ -24,14 +24,42 @@ pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
     cache_dir: PathBuf,
-    limits: PluginLimits,
+}
+
+/// What one component instance may hold at most (its store's limits say the same).
+pub const CORE_INSTANCES_PER_COMPONENT: u32 = 100;
+pub const TABLES_PER_COMPONENT: u32 = 100;
+pub const MEMORIES_PER_COMPONENT: u32 = 16;
+/// What the pool reserves for an average instance: most components (Rust, C) hold one
+/// or two core instances and one memory; Python and JavaScript ones a dozen and a few.
+const AVERAGE_CORE_INSTANCES: u32 = 16;
+const AVERAGE_MEMORIES: u32 = 4;
+
+/// The pooling allocator sized for `mounts` (each mount's limits): room for every
+/// instance each mount may run at once (its `pool_size`, plus one for a start-up call),
+/// and no more, so the totals follow the configuration instead of wasmtime's defaults.
+fn pooling_for(mounts: &[PluginLimits]) -> PoolingAllocationConfig {
+    let instances: u32 = mounts.iter().map(|l| l.pool_size as u32 + 1).sum();
+    let largest_memory = mounts.iter().map(PluginLimits::memory_limit_bytes).max().unwrap_or(0);
+    let mut pooling = PoolingAllocationConfig::default();
+    pooling
+        .max_memory_size(largest_memory)
+        .total_component_instances(instances)
+        .total_core_instances(instances * AVERAGE_CORE_INSTANCES)
+        .total_tables(instances * AVERAGE_CORE_INSTANCES)
+        .total_memories(instances * AVERAGE_MEMORIES)
+        .total_stacks(instances)
+        .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+        .max_tables_per_component(TABLES_PER_COMPONENT)
+        .max_memories_per_component(MEMORIES_PER_COMPONENT);
+    pooling
 }
 
 impl Runtime {
-    /// Builds the engine and starts the epoch ticker.
-    pub fn new(limits: PluginLimits, cache_dir: PathBuf) -> wasmtime::Result<Self> {
-        let mut pooling = PoolingAllocationConfig::default();
-        pooling.max_memory_size(limits.memory_limit_bytes());
+    /// Builds the engine, its instance pool sized for `mounts` (the limits of the root
+    /// catalog and of every mount), and starts the epoch ticker.
+    pub fn new(mounts: &[PluginLimits], cache_dir: PathBuf) -> wasmtime::Result<Self> {
+        let pooling = pooling_for(mounts);
         let mut config = Config::new();
         config
             .wasm_component_model(true)
@@ -55,12 +83,17 @@ impl Runtime {
             })
             .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))?;
 
-        Ok(Self { engine, linker: Arc::new(linker), cache_dir, limits })
+        Ok(Self { engine, linker: Arc::new(linker), cache_dir })
     }
 
     /// Compiles (or loads from the cache) a component, checks its imports against
     /// what the mount grants, and prepares a warm pool for it.
-    pub async fn load(&self, wasm: Arc<[u8]>, grants: Grants) -> Result<InstancePool, BackendError> {
+    pub async fn load(
+        &self,
+        wasm: Arc<[u8]>,
+        grants: Grants,
+        limits: PluginLimits,
+    ) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
         let engine = self.engine.clone();
@@ -83,7 +116,7 @@ impl Runtime {
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
-        Ok(InstancePool::new(pre, Arc::new(grants), self.limits.clone()))
+        Ok(InstancePool::new(pre, Arc::new(grants), limits))
     }
 }
 
