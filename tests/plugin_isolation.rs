@@ -133,3 +133,20 @@ fn a_mount_limit_of_zero_is_refused_at_start_up() {
     .expect("refused");
     assert!(output.contains("mount.m.plugins.pool_size is 0"), "{output}");
 }
+
+/// `[mount.x.config]` reaches the component through `config.get`, and nothing else does.
+#[tokio::test]
+async fn a_mount_hands_its_settings_to_its_component() {
+    let component = components_dir().join("misbehave.wasm");
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&format!(
+        "[mount.m]\nbackend = \"{}\"\ncatalog_url = \"redb://{}/m.redb\"\nowner = \"default\"\n\
+         [mount.m.config]\nregion = \"eu-west-1\"\n",
+        component.display(),
+        dir.path().display()
+    ));
+    let region = s.get("/namespaces/m%1Fconfig%1Fregion").await;
+    assert_eq!(region.1["properties"], json!({"value": "eu-west-1"}), "{}", region.1);
+    let unset = s.get("/namespaces/m%1Fconfig%1Fsecret_access_key").await;
+    assert_eq!(unset.1["properties"], json!({"value": ""}), "{}", unset.1);
+}

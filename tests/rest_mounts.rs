@@ -21,6 +21,39 @@ fn rest_mount(name: &str, url: &str, token_env: Option<&str>, extra: &str) -> St
     format!("[mount.{name}]\nbackend = \"rest\"\ncatalog_url = \"{url}\"\nowner = \"default\"\n{token}{extra}")
 }
 
+/// The rest component dropped in as a file: the mount grants it `http` and a bearer
+/// credential through the same keys any drop-in uses; it declares it cannot write,
+/// so the mount is read-only. Without the grant it is refused at start-up.
+#[tokio::test]
+async fn a_drop_in_component_is_granted_what_its_mount_declares() {
+    let remote = Server::start("");
+    assert_eq!(remote.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    let component = support::components_dir().join("rest.wasm");
+    let auth = "[mount.partner.auth]\nkind = \"bearer\"\ntoken_env = \"PARTNER_TOKEN\"\n";
+    let mount = |grants: &str, auth: &str| {
+        format!(
+            "[mount.partner]\nbackend = \"{}\"\n{grants}catalog_url = \"{}\"\nowner = \"default\"\n{auth}",
+            component.display(),
+            remote.base
+        )
+    };
+    let token = remote.admin_token();
+    let env = [("PARTNER_TOKEN", token.as_str())];
+    let s =
+        Server::try_start_with_env(&mount("grants = [\"http\"]\n", auth), &env).unwrap_or_else(|out| panic!("{out}"));
+    assert_eq!(s.get("/namespaces/partner%1Fsales").await.0, 200, "reached the remote with the host's credential");
+    let refused = s.post("/namespaces", json!({"namespace": ["partner", "new"]})).await;
+    assert_error(&refused, 501, "UnsupportedOperationException");
+    assert!(refused.1["error"]["message"].as_str().unwrap().contains("read-only"), "{}", refused.1);
+
+    // A file is granted a key space unless its mount says otherwise: a store at its
+    // catalog_url, which this one is not.
+    let output = Server::try_start_with_env(&mount("", ""), &env).err().expect("refused");
+    assert!(output.contains("mount `partner`") && output.contains("the mount grants kv"), "{output}");
+    let output = Server::try_start_with_env(&mount("", auth), &env).err().expect("refused");
+    assert!(output.contains("mount.partner has a credential for http requests but does not grant http"), "{output}");
+}
+
 #[tokio::test]
 async fn a_rustberg_catalog_mounted_read_only() {
     let remote = Server::start("");

@@ -32,7 +32,18 @@ pub struct MountConfig {
     pub warehouse_location: Option<String>,
     /// The tenant that owns the whole mount.
     pub owner: String,
-    /// The environment variable holding the bearer token for a `rest` remote.
+    /// What the component may import: `kv` (a key space in the store at
+    /// `catalog_url`) and `http` (requests to `catalog_url`'s origin). Default: a
+    /// built-in backend's own (`native`: kv, `rest`: http), `kv` for a file.
+    pub grants: Option<Vec<MountGrant>>,
+    /// `[mount.<name>.config]`: plain string settings the component reads with
+    /// `config.get`. Never secrets: those go in `[mount.<name>.auth]`.
+    #[serde(default)]
+    pub config: std::collections::BTreeMap<String, String>,
+    /// `[mount.<name>.auth]`: the credential the host adds to the component's http
+    /// requests (the component never sees it).
+    pub auth: Option<MountAuth>,
+    /// Shorthand for `[mount.<name>.auth] kind = "bearer"` with this `token_env`.
     pub token_env: Option<String>,
     /// Refuse every write under the mount (501). Always true for `rest`.
     #[serde(default)]
@@ -46,6 +57,42 @@ pub struct MountConfig {
     /// `[mount.<name>.plugins]`: this mount's own limits, over `[plugins]`.
     #[serde(default)]
     pub plugins: PluginOverrides,
+}
+
+/// A capability a mount grants its component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MountGrant {
+    /// A key space in the store at `catalog_url`.
+    Kv,
+    /// Outbound requests to `catalog_url`'s origin.
+    Http,
+}
+
+/// `[mount.<name>.auth]`: how the host authenticates a component's http requests.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum MountAuth {
+    /// `Authorization: Bearer <the value of token_env>`, read at start-up.
+    Bearer { token_env: String },
+}
+
+impl MountConfig {
+    /// What the mount grants its component.
+    pub fn grants(&self) -> Vec<MountGrant> {
+        match &self.grants {
+            Some(grants) => grants.clone(),
+            None => crate::plugins::builtin::default_grants(&self.backend)
+                .iter()
+                .map(|g| if *g == "http" { MountGrant::Http } else { MountGrant::Kv })
+                .collect(),
+        }
+    }
+
+    /// The credential for the component's http requests (`auth`, or `token_env`).
+    pub fn auth(&self) -> Option<MountAuth> {
+        self.auth.clone().or_else(|| self.token_env.clone().map(|token_env| MountAuth::Bearer { token_env }))
+    }
 }
 
 /// Limits of one mount that differ from `[plugins]`; unset ones are taken from there.
@@ -389,7 +436,19 @@ impl Config {
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
             let limits = self.plugin_limits(name);
-            if mount.backend == "rest" {
+            let grants = mount.grants();
+            if grants.contains(&MountGrant::Kv) && grants.contains(&MountGrant::Http) {
+                problems.push(format!(
+                    "mount.{name} grants both kv and http: its catalog_url is either a store or an origin"
+                ));
+            }
+            if mount.auth.is_some() && mount.token_env.is_some() {
+                problems.push(format!("mount.{name} sets both token_env and [mount.{name}.auth]: keep one"));
+            }
+            if mount.auth().is_some() && !grants.contains(&MountGrant::Http) {
+                problems.push(format!("mount.{name} has a credential for http requests but does not grant http"));
+            }
+            if grants.contains(&MountGrant::Http) {
                 if mount.request_timeout_ms > limits.call_timeout_ms {
                     problems.push(format!(
                         "mount.{name}.request_timeout_ms ({}) is above {} ({}): the call would be cut off before the remote's answer could be reported",

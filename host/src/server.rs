@@ -156,14 +156,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         .map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let mut root = Mount {
-        name: None,
-        space: ROOT_SPACE.into(),
-        backend,
-        warehouse: Some(warehouse),
-        owner: None,
-        read_only: false,
-    };
+    let read_only = !backend.capabilities().can_write;
+    let mut root =
+        Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse: Some(warehouse), owner: None, read_only };
 
     let mut named = open_mounts(config, &runtime, &index).await?;
     refuse_shadowing(&root, named.keys()).await?;

@@ -6,7 +6,8 @@ macro_rules! unsupported_backend_rest {
         fn capabilities() -> Result<CapabilitySet, Error> {
             Ok(CapabilitySet {
                 endpoints: vec!["GET /v1/{prefix}/namespaces".into()],
-                can_write: false,
+                // The writes a test component does not override answer unsupported.
+                can_write: true,
                 host_readable_manifests: false,
                 remember: vec![],
             })

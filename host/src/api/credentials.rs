@@ -41,7 +41,7 @@ pub async fn vend(
     name: &str,
     location: &Location,
 ) -> Option<Vended> {
-    mount.warehouse.as_ref()?;
+    mount.served_files()?;
     let resource = Resource::table(namespace, name);
     let held = match state.authz.access(caller.0.clone()).await.and_then(|a| a.privilege(&resource)) {
         Ok(held) => held,

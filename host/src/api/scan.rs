@@ -65,7 +65,10 @@ async fn completed(
     signed: &Signed,
     task_space: &str,
 ) -> Result<serde_json::Map<String, Value>, Error> {
-    let plan = scan::plan(table.mount.warehouse()?, &table.location, table.metadata, &signed.request).await?;
+    let warehouse = table.mount.served_files().ok_or_else(|| {
+        Error::Unsupported(format!("{} does not let this server read its manifests", table.mount.label()))
+    })?;
+    let plan = scan::plan(warehouse, &table.location, table.metadata, &signed.request).await?;
     let (tasks, delete_files) = plan.slice(signed.offset, TASKS_PER_RESPONSE);
     let mut body = serde_json::Map::new();
     body.insert("status".into(), json!("completed"));

@@ -130,7 +130,7 @@ pub async fn load(
     let (mount, ident) = members::resolve(&state, caller.clone(), &raw, name, Privilege::Read, Kind::Table).await?;
     let delegation = credentials::delegation(&headers);
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
-    let vending = credentials::wants_vended(delegation.as_deref()) && mount.warehouse.is_some();
+    let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
     let pointer = tables::load(mount, &ident, delegation).await?;
     if !vending {
         return Ok(TableResult {

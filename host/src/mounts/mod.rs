@@ -53,6 +53,13 @@ impl Mount {
             .ok_or_else(|| Error::Unsupported(format!("{} has no warehouse on this server", self.label())))
     }
 
+    /// The warehouse whose files the host reads, plans over and vends credentials for:
+    /// the mount's warehouse, if its backend lets the host read its manifests
+    /// (`host-readable-manifests`). A mount without one vends and plans nothing.
+    pub fn served_files(&self) -> Option<&Warehouse> {
+        self.warehouse.as_ref().filter(|_| self.backend.capabilities().host_readable_manifests)
+    }
+
     /// Refuses, naming the mount, an operation its backend did not declare.
     pub fn require_endpoint(&self, endpoint: &str, what: &str) -> Result<(), Error> {
         if self.backend.capabilities().endpoints.iter().any(|e| e == endpoint) {

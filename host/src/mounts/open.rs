@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 
 use super::Mount;
-use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig};
+use crate::config::{warehouse_url, CatalogUrl, Config, MountAuth, MountConfig, MountGrant};
 use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, HttpGrant, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::location_index::LocationIndex;
@@ -28,7 +28,9 @@ fn check_name(name: &str) -> anyhow::Result<()> {
 }
 
 async fn open_store(config: &MountConfig, root: &CatalogUrl) -> anyhow::Result<KvStore> {
-    match CatalogUrl::parse(&config.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))? {
+    match CatalogUrl::parse(&config.catalog_url)
+        .map_err(|e| anyhow!("catalog_url: {e} (the mount grants kv: a store)"))?
+    {
         CatalogUrl::Redb(path) => {
             if matches!(root, CatalogUrl::Redb(root_file) if *root_file == path) {
                 bail!("catalog_url {} is the root catalog's own file", config.catalog_url);
@@ -56,16 +58,18 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// The `http` grant of a rest mount: its `catalog_url` origin, with the token from
-/// `token_env`; and what the backend is told about the URL (path, warehouse).
-fn remote_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
+/// The `http` grant of a mount: its `catalog_url` origin, with the credential of
+/// `[mount.<name>.auth]`; and what the backend is told about the URL (path, warehouse).
+fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
     let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        bail!("catalog_url {} is not an http(s) URL", mount.catalog_url);
+        bail!("catalog_url {} is not an http(s) URL (the mount grants http)", mount.catalog_url);
     }
     let origin = url.origin().ascii_serialization();
-    let token = match &mount.token_env {
-        Some(var) => Some(std::env::var(var).map_err(|_| anyhow!("token_env {var} is not set"))?),
+    let token = match mount.auth() {
+        Some(MountAuth::Bearer { token_env }) => {
+            Some(std::env::var(&token_env).map_err(|_| anyhow!("token_env {token_env} is not set"))?)
+        }
         None => None,
     };
     let warehouse = url.query_pairs().find(|(k, _)| k == "warehouse").map(|(_, v)| v.into_owned());
@@ -95,42 +99,61 @@ async fn open_one(
         bail!("owner must name a tenant");
     }
     let wasm = builtin::component(&mount.backend).map_err(|e| anyhow!("backend: {e}"))?;
-    let label = format!("mount `{name}`");
-    // A rest mount is somebody else's catalog: read-only, reached over http, and
-    // without a warehouse here. Everything else keeps its state in a key space.
-    let remote = mount.backend == "rest";
-    let grants = if remote {
-        let (http, settings) = remote_grant(mount)?;
-        Grants { label, kv: None, http: Some(http), config: RwLock::new(settings), log_budget: Default::default() }
-    } else {
-        if mount.token_env.is_some() {
-            tracing::warn!(mount = name, "token_env is only used by rest mounts; ignored");
+    // What the component may reach is what the mount grants it, and nothing else.
+    let granted = mount.grants();
+    // The mount's own settings come first: `config.get` finds them before what the
+    // host derives from the URL or the backend remembers.
+    let mut settings: Vec<(String, String)> = mount.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let http = match granted.contains(&MountGrant::Http) {
+        true => {
+            let (grant, derived) = http_grant(mount)?;
+            settings.extend(derived);
+            Some(grant)
         }
-        let kv = open_store(mount, &config.root_catalog()?).await?;
-        Grants { label, kv: Some(kv), http: None, config: Default::default(), log_budget: Default::default() }
+        false => None,
+    };
+    let kv = match granted.contains(&MountGrant::Kv) {
+        true => Some(open_store(mount, &config.root_catalog()?).await?),
+        false => None,
+    };
+    let keeps_state = kv.is_some();
+    let grants = Grants {
+        label: format!("mount `{name}`"),
+        kv,
+        http,
+        config: RwLock::new(settings),
+        log_budget: Default::default(),
     };
     let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
     let backend = Backend::open(pool).await?;
-    let warehouse = if remote {
-        None
-    } else {
-        let location = match &mount.warehouse_location {
-            Some(location) => location.clone(),
-            None => format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()),
-        };
-        let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
-        Some(
-            Warehouse::open(&root, &config.storage.s3, index.clone())
-                .map_err(|e| anyhow!("warehouse_location: {e}"))?,
-        )
+    // A warehouse where one is configured, or where the mount keeps its own state;
+    // a mount of somebody else's catalog without one reads its files elsewhere.
+    let location = match &mount.warehouse_location {
+        Some(location) => Some(location.clone()),
+        None if keeps_state => {
+            Some(format!("file://{}", config.data_dir().join("mounts").join(name).join("warehouse").display()))
+        }
+        None => None,
     };
+    let warehouse = match location {
+        Some(location) => {
+            let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
+            Some(
+                Warehouse::open(&root, &config.storage.s3, index.clone())
+                    .map_err(|e| anyhow!("warehouse_location: {e}"))?,
+            )
+        }
+        None => None,
+    };
+    // The backend says whether it can write; configuration can only take that away.
+    let read_only = mount.read_only || !backend.capabilities().can_write;
     Ok(Mount {
         name: Some(name.to_string()),
         space: format!("mount:{name}"),
         backend,
         warehouse,
         owner: Some(mount.owner.clone()),
-        read_only: mount.read_only || remote,
+        read_only,
     })
 }
 

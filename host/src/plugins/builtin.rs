@@ -7,11 +7,23 @@ static NATIVE: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "
 /// The rest backend, built from `plugins/rest`.
 static REST: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/rest.wasm"));
 
+/// The built-in components by name: their bytes, and what a mount grants them unless
+/// it says otherwise (`grants`).
+const BUILTINS: &[(&str, &[u8], &[&str])] = &[("native", NATIVE, &["kv"]), ("rest", REST, &["http"])];
+
+/// What a mount grants a component by default: a built-in's own grants; a key space
+/// for a drop-in file.
+pub const DROP_IN_GRANTS: &[&str] = &["kv"];
+
 /// The bytes of the component a `backend` setting names: a built-in name or a file path.
 pub fn component(backend: &str) -> Result<Arc<[u8]>, String> {
-    match backend {
-        "native" => Ok(Arc::from(NATIVE)),
-        "rest" => Ok(Arc::from(REST)),
-        path => std::fs::read(path).map(Arc::from).map_err(|e| format!("cannot read component file {path}: {e}")),
+    match BUILTINS.iter().find(|(name, _, _)| *name == backend) {
+        Some((_, bytes, _)) => Ok(Arc::from(*bytes)),
+        None => std::fs::read(backend).map(Arc::from).map_err(|e| format!("cannot read component file {backend}: {e}")),
     }
+}
+
+/// The grants a mount of `backend` gets when its configuration names none.
+pub fn default_grants(backend: &str) -> &'static [&'static str] {
+    BUILTINS.iter().find(|(name, _, _)| *name == backend).map_or(DROP_IN_GRANTS, |(_, _, grants)| grants)
 }

@@ -2,7 +2,8 @@
 //!
 //! `create-namespace` and `load-namespace` misbehave by name: `trap` panics, `loop`
 //! never returns, `bomb` allocates until memory runs out. Other names are created
-//! (nothing is stored) and are then not found.
+//! (nothing is stored) and are then not found. Loading `config.<key>` answers the
+//! mount's setting `<key>` as the property `value`.
 
 wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
 
@@ -44,6 +45,11 @@ impl Guest for Misbehave {
 
     fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
         misbehave(&ns);
+        if let [first, key] = ns.as_slice() {
+            if first == "config" {
+                return Ok(vec![("value".into(), rustberg::catalog::config::get(key).unwrap_or_default())]);
+            }
+        }
         Err(Error::NotFound(format!("namespace {} does not exist", ns.join("."))))
     }
 
