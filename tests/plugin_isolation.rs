@@ -150,3 +150,28 @@ async fn a_mount_hands_its_settings_to_its_component() {
     let unset = s.get("/namespaces/m%1Fconfig%1Fsecret_access_key").await;
     assert_eq!(unset.1["properties"], json!({"value": ""}), "{}", unset.1);
 }
+
+/// What a backend returns is checked before a client sees it: no metadata JSON (the
+/// WIT allows it) makes the host read the metadata file; JSON cut short is a 502
+/// naming the mount, never an invalid 200.
+#[tokio::test]
+async fn metadata_from_a_backend_is_read_or_refused_never_passed_on_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&format!(
+        "[mount.flaky]\nbackend = \"{}\"\ncatalog_url = \"redb://{}/flaky.redb\"\nowner = \"default\"\n",
+        components_dir().join("flaky.wasm").display(),
+        dir.path().display()
+    ));
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["flaky", "db"]})).await.0, 200);
+    for name in ["bare-t", "garbled-t"] {
+        let created = s.post("/namespaces/flaky%1Fdb/tables", json!({"name": name, "schema": support::schema()})).await;
+        assert_eq!(created.0, 200, "{}", created.1);
+    }
+    let (status, bare) = s.get("/namespaces/flaky%1Fdb/tables/bare-t").await;
+    assert_eq!(status, 200, "{bare}");
+    assert_eq!(bare["metadata"]["format-version"], 2, "read from the metadata file: {bare}");
+    let garbled = s.get("/namespaces/flaky%1Fdb/tables/garbled-t").await;
+    assert_error(&garbled, 502, "BadGatewayException");
+    let message = garbled.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("mount `flaky`") && message.contains("not valid JSON"), "{message}");
+}

@@ -43,6 +43,9 @@ pub enum Error {
     CommitStateUnknown(StatusCode, String),
     #[error("{0}")]
     Unsupported(String),
+    /// A backend answered something the host cannot hand on (the message names the mount).
+    #[error("{0}")]
+    BadGateway(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -71,6 +74,7 @@ impl Error {
             // Real clients map only 501 to "unsupported" (the spec text says 406).
             Error::Unsupported(_) => (StatusCode::NOT_IMPLEMENTED, "UnsupportedOperationException"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableException"),
+            Error::BadGateway(_) => (StatusCode::BAD_GATEWAY, "BadGatewayException"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError"),
         }
     }

@@ -131,7 +131,7 @@ pub async fn load(
     let delegation = credentials::delegation(&headers);
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
-    let pointer = tables::load(mount, &ident, delegation).await?;
+    let pointer = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
     if !vending {
         return Ok(TableResult {
             metadata_location: Some(&pointer.metadata_location),

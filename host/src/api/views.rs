@@ -18,6 +18,7 @@ use crate::authz::{Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
+use crate::tables;
 use crate::tables::views::{self, NewView, ViewRequirement};
 
 #[derive(Deserialize)]
@@ -84,7 +85,7 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
-    let pointer = views::load(mount, &ident).await?;
+    let pointer = tables::servable(mount, views::load(mount, &ident).await?).await?;
     Ok(result(&pointer.metadata_location, &pointer.metadata_json))
 }
 

@@ -164,6 +164,53 @@ pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> R
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
+/// A loaded pointer ready to hand to a client: its metadata JSON read from the metadata
+/// file when the backend kept only the location, and refused (502 naming the mount)
+/// unless it is well-formed JSON — it is spliced into the response as it is.
+pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Pointer, Error> {
+    let location = pointer.metadata_location.clone();
+    let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
+    if pointer.metadata_json.is_empty() {
+        let warehouse = mount
+            .served_files()
+            .ok_or_else(|| unusable("was not returned, and this server reads no files of this mount".into()))?;
+        let read = async { warehouse.io().new_input(&location)?.read().await };
+        let bytes = read.await.map_err(|e| unusable(format!("was not returned and cannot be read: {e}")))?;
+        pointer.metadata_json = String::from_utf8(bytes.to_vec()).map_err(|_| unusable("is not UTF-8 text".into()))?;
+    }
+    if !well_formed(mount, &pointer) {
+        return Err(unusable("is not valid JSON".into()));
+    }
+    Ok(pointer)
+}
+
+/// Metadata already found well-formed, by the hash of its mount, metadata location and
+/// length: a metadata file is written once, so a load of an unchanged table skips the
+/// parse. (This guards against a backend's mistakes; one returning other JSON of the
+/// same length for a location only misleads the clients of its own tables.)
+static WELL_FORMED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<u64>>> =
+    std::sync::LazyLock::new(Default::default);
+const WELL_FORMED_CAPACITY: usize = 10_000;
+
+fn well_formed(mount: &Mount, pointer: &Pointer) -> bool {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&mount.space, &pointer.metadata_location, pointer.metadata_json.len()).hash(&mut hasher);
+    let key = hasher.finish();
+    if WELL_FORMED.lock().expect("metadata memo").contains(&key) {
+        return true;
+    }
+    if serde_json::from_str::<serde::de::IgnoredAny>(&pointer.metadata_json).is_err() {
+        return false;
+    }
+    let mut memo = WELL_FORMED.lock().expect("metadata memo");
+    if memo.len() >= WELL_FORMED_CAPACITY {
+        memo.clear();
+    }
+    memo.insert(key);
+    true
+}
+
 /// Parses the metadata a backend returned (reading the file if it kept only the location).
 pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
     if pointer.metadata_json.is_empty() {

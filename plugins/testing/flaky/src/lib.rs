@@ -95,11 +95,19 @@ impl Guest for Flaky {
         }
     }
 
+    /// A table named `bare-…` comes back without its metadata JSON (the WIT allows
+    /// that); one named `garbled-…` with JSON cut short.
     fn load_table(id: Ident, _: Option<String>) -> Result<Pointer, Error> {
-        match kv::get(&table_key(&id))? {
-            Some(entry) => Ok(decode(&entry.value)),
-            None => Err(Error::NotFound(format!("table {} does not exist", id.name))),
+        let mut pointer = match kv::get(&table_key(&id))? {
+            Some(entry) => decode(&entry.value),
+            None => return Err(Error::NotFound(format!("table {} does not exist", id.name))),
+        };
+        if id.name.starts_with("bare-") {
+            pointer.metadata_json.clear();
+        } else if id.name.starts_with("garbled-") {
+            pointer.metadata_json.truncate(pointer.metadata_json.len() / 2);
         }
+        Ok(pointer)
     }
 
     fn create_table(id: Ident, state: Pointer) -> Result<(), Error> {
