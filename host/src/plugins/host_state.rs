@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
+use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
 use crate::storage::kv::{self as store, KvError, KvStore};
 
@@ -86,18 +87,23 @@ pub struct HostState {
     pub(super) limits: StoreLimits,
     /// When the current call's budget runs out (checked on every epoch tick).
     pub(super) deadline: Instant,
+    /// What the guest prints to stdout and stderr.
+    pub(super) output: GuestOutput,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl HostState {
     pub fn new(grants: Arc<Grants>, limits: StoreLimits) -> Self {
+        let output = GuestOutput::default();
         Self {
             grants,
             limits,
             deadline: Instant::now(),
-            // WASI with nothing granted: no files, no environment, no sockets.
-            wasi: WasiCtx::builder().build(),
+            // WASI with nothing granted: no files, no environment, no sockets; what it
+            // prints is kept for the log.
+            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.clone()).build(),
+            output,
             table: ResourceTable::new(),
         }
     }

@@ -11,6 +11,7 @@
 mod backend;
 pub mod bindings;
 pub mod builtin;
+mod guest_output;
 mod host_state;
 mod http;
 mod pool;

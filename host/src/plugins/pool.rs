@@ -14,6 +14,7 @@ use std::time::Instant;
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
+use super::guest_output::own_words;
 use super::host_state::{Grants, HostState};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
@@ -132,13 +133,17 @@ impl InstancePool {
             f(store, bindings)
         })
         .await;
+        let printed = instance.store.data().output.take();
         match outcome {
             Ok(Ok(value)) => {
+                for line in printed.lines().filter(|l| !l.trim().is_empty()) {
+                    tracing::info!(mount = %self.grants.label, "guest: {line}");
+                }
                 self.give_back(instance);
                 Ok(value)
             }
             // The instance is dropped here: a trapped instance is poisoned.
-            Ok(Err(e)) => Err(self.classify(e)),
+            Ok(Err(e)) => Err(self.classify(e, &printed)),
             Err(_) => Err(self.failure(
                 BackendErrorKind::TimedOut,
                 format!("the backend did not answer within {} ms", budget.as_millis()),
@@ -146,7 +151,9 @@ impl InstancePool {
         }
     }
 
-    fn classify(&self, e: wasmtime::Error) -> BackendError {
+    /// Why a call failed. A trap is told to the client in the guest's own words when it
+    /// printed any; the wasm backtrace goes to the log only.
+    fn classify(&self, e: wasmtime::Error, printed: &str) -> BackendError {
         let text = format!("{e:#}");
         if let Some(Trap::Interrupt) = e.downcast_ref::<Trap>() {
             return self.failure(
@@ -160,6 +167,8 @@ impl InstancePool {
                 format!("the backend ran out of memory (limit {} MiB)", self.limits.memory_limit_mib),
             );
         }
-        self.failure(BackendErrorKind::Trapped, format!("the backend trapped: {text}"))
+        tracing::warn!(mount = %self.grants.label, guest = printed.trim(), trap = %text, "the backend trapped");
+        let said = own_words(printed).unwrap_or_else(|| e.root_cause().to_string());
+        self.failure(BackendErrorKind::Trapped, format!("the backend trapped: {said}"))
     }
 }
