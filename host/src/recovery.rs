@@ -98,10 +98,9 @@ async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
 /// serving from the same store right now. Returns how many it settled and how many it
 /// left (each reported in the log).
 pub async fn repair(authz: &Authorizer, mounts: &Mounts, shared: bool) -> Result<(usize, usize), Error> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (mut settled, mut left) = (0, 0);
     for intent in authz.intents().await? {
-        if shared && now.saturating_sub(intent.at) < SHARED_GRACE_SECS {
+        if shared && intent.age_secs() < SHARED_GRACE_SECS {
             tracing::info!(effect = ?intent.effect, "start-up repair: left alone, another host may be serving it");
             left += 1;
             continue;

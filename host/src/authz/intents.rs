@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{end_of, grants, store_err, Authorizer, Resource};
 use crate::error::Error;
-use crate::storage::kv::{Check, KvError, Write};
+use crate::storage::kv::{Check, Entry, KvError, Write};
 
 /// What the authorization state must do once a backend change has happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +38,21 @@ pub struct Intent {
 }
 
 const INTENT: &str = "intent/";
+
+impl Intent {
+    /// The intent an entry of the host key space holds.
+    fn stored(entry: Entry) -> Result<Intent, Error> {
+        let mut intent: Intent = serde_json::from_slice(&entry.value)
+            .map_err(|e| Error::Internal(format!("a stored intent is corrupt: {e}")))?;
+        intent.key = entry.key;
+        Ok(intent)
+    }
+
+    /// How long ago it was recorded, in seconds.
+    pub fn age_secs(&self) -> u64 {
+        now().saturating_sub(self.at)
+    }
+}
 
 /// One key per root namespace being created: two creators of one name meet here.
 fn own_key(root: &str) -> Vec<u8> {
@@ -76,11 +91,7 @@ impl Authorizer {
 
     /// The intent to create the root namespace `root`, if one is waiting.
     pub async fn pending_creation(&self, root: &str) -> Result<Option<Intent>, Error> {
-        let Some(entry) = self.space.get(&own_key(root)).await.map_err(store_err)? else { return Ok(None) };
-        let mut intent: Intent = serde_json::from_slice(&entry.value)
-            .map_err(|e| Error::Internal(format!("a stored intent is corrupt: {e}")))?;
-        intent.key = entry.key;
-        Ok(Some(intent))
+        self.space.get(&own_key(root)).await.map_err(store_err)?.map(Intent::stored).transpose()
     }
 
     /// The backend change happened: applies the effect and removes the intent, in one
@@ -120,15 +131,7 @@ impl Authorizer {
     /// Every intent still waiting.
     pub async fn intents(&self) -> Result<Vec<Intent>, Error> {
         let entries = self.space.scan(INTENT.as_bytes(), Some(&end_of(INTENT)), usize::MAX).await.map_err(store_err)?;
-        entries
-            .into_iter()
-            .map(|entry| {
-                let mut intent: Intent = serde_json::from_slice(&entry.value)
-                    .map_err(|e| Error::Internal(format!("a stored intent is corrupt: {e}")))?;
-                intent.key = entry.key;
-                Ok(intent)
-            })
-            .collect()
+        entries.into_iter().map(Intent::stored).collect()
     }
 }
 
