@@ -16,6 +16,7 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
     ("rustberg-plugin-flaky", "flaky.wasm"),
+    ("rustberg-plugin-legacy", "legacy.wasm"),
 ];
 
 fn main() {

@@ -14,6 +14,8 @@ pub struct Config {
     pub server: ServerConfig,
     pub storage: StorageConfig,
     pub plugins: PluginLimits,
+    /// `[component_cache]`: where compiled components are kept.
+    pub component_cache: ComponentCacheConfig,
     pub auth: AuthConfig,
     /// `[mount.<name>]`: catalogs mounted under top-level names.
     #[serde(rename = "mount")]
@@ -45,6 +47,10 @@ pub struct MountConfig {
     pub auth: Option<MountAuth>,
     /// Shorthand for `[mount.<name>.auth] kind = "bearer"` with this `token_env`.
     pub token_env: Option<String>,
+    /// Origins besides `catalog_url`'s that the http grant reaches (an API that needs
+    /// two, such as a token endpoint and the catalog), as `scheme://host[:port]`.
+    #[serde(default)]
+    pub http_origins: Vec<String>,
     /// Refuse every write under the mount (501). Always true for `rest`.
     #[serde(default)]
     pub read_only: bool,
@@ -75,6 +81,29 @@ pub enum MountGrant {
 pub enum MountAuth {
     /// `Authorization: Bearer <the value of token_env>`, read at start-up.
     Bearer { token_env: String },
+    /// Every request signed with AWS Signature Version 4 for `service` in `region`, with
+    /// keys read from the environment at start-up (a session token too, if named).
+    AwsSigv4 {
+        service: String,
+        region: String,
+        #[serde(default = "default_access_key_id_env")]
+        access_key_id_env: String,
+        #[serde(default = "default_secret_access_key_env")]
+        secret_access_key_env: String,
+        session_token_env: Option<String>,
+    },
+    /// OAuth2 client credentials: the host fetches a token from `token_url`, keeps it
+    /// until shortly before it expires (or the origin answers 401), and sends it as a
+    /// bearer token.
+    Oauth2 { token_url: String, client_id: String, client_secret_env: String, scope: Option<String> },
+}
+
+fn default_access_key_id_env() -> String {
+    "AWS_ACCESS_KEY_ID".into()
+}
+
+fn default_secret_access_key_env() -> String {
+    "AWS_SECRET_ACCESS_KEY".into()
 }
 
 impl MountConfig {
@@ -158,6 +187,41 @@ pub fn warehouse_url(location: &str) -> Result<String, String> {
         return Err(format!("{location:?}: a warehouse is file:///absolute/path or s3://bucket/path"));
     }
     Ok(location)
+}
+
+/// `[component_cache]`: compiled components, one file per component content and
+/// engine, shared by every data directory (and process) that points at it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ComponentCacheConfig {
+    /// Default: `$XDG_CACHE_HOME/rustberg/components`, else `~/.cache/rustberg/components`,
+    /// else `<data_dir>/component-cache`.
+    pub dir: Option<PathBuf>,
+    /// The cache is kept under this size: the entries used longest ago go first.
+    pub max_mib: u64,
+}
+
+impl Default for ComponentCacheConfig {
+    fn default() -> Self {
+        Self { dir: None, max_mib: 2048 }
+    }
+}
+
+impl Config {
+    /// Where compiled components are cached.
+    pub fn component_cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.component_cache.dir {
+            return dir.clone();
+        }
+        let user_cache = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")));
+        match user_cache {
+            Some(dir) => dir.join("rustberg").join("components"),
+            None => self.data_dir().join("component-cache"),
+        }
+    }
 }
 
 /// `[auth]`: who may call, and how they prove it.
@@ -447,6 +511,9 @@ impl Config {
             }
             if mount.auth().is_some() && !grants.contains(&MountGrant::Http) {
                 problems.push(format!("mount.{name} has a credential for http requests but does not grant http"));
+            }
+            if !mount.http_origins.is_empty() && !grants.contains(&MountGrant::Http) {
+                problems.push(format!("mount.{name}.http_origins is set but the mount does not grant http"));
             }
             if grants.contains(&MountGrant::Http) {
                 if mount.request_timeout_ms > limits.call_timeout_ms {

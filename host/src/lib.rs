@@ -9,11 +9,13 @@
 //! - `tables`   Iceberg semantics: create, commit, register
 //! - `scan`     server-side scan planning over a snapshot's manifests
 //! - `storage`  key spaces (redb, Postgres), warehouses (file, S3), credential vending
-//! - `plugins`  the wasmtime runtime, instance pools and host capabilities
+//! - `plugins`  the wasmtime runtime, instance pools, host capabilities and the contract
+//! - `authoring` `rustberg plugin`: check a component, scaffold one, run the conformance suite
 //! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
 pub mod auth;
+pub mod authoring;
 pub mod authz;
 pub mod config;
 pub mod error;

@@ -22,6 +22,86 @@ enum Command {
     },
     /// Print the argon2 hash of a client secret (for `secret_hash` in the config), read from stdin.
     HashSecret,
+    /// Write, inspect and test backend components (see docs/plugins.md).
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Print a component's contract version, world, imports and exports, and whether a
+    /// mount's grants would accept it. Exit status 1 when something is refused.
+    Check {
+        /// A `.wasm` component, or a built-in backend's name.
+        component: String,
+        /// The configuration holding the mount (and the component cache location).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Judge the component by this mount's grants.
+        #[arg(long, requires = "config")]
+        mount: Option<String>,
+    },
+    /// Write a ready-to-build backend project into the directory NAME.
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        lang: rustberg::authoring::scaffold::Lang,
+    },
+    /// Run the backend conformance suite against a component, in-process. Exit status 1
+    /// when a case fails.
+    Test {
+        /// A `.wasm` component, or a built-in backend's name.
+        component: String,
+        /// A configuration (limits, cache; with --mount, the mount to test against).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Test against this mount's store or remote instead of an ephemeral key space
+        /// (needed for an http backend).
+        #[arg(long, requires = "config")]
+        mount: Option<String>,
+    },
+}
+
+fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
+    Ok(match path {
+        Some(path) => Config::load(&path)?,
+        None => Config::default(),
+    })
+}
+
+async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
+    use rustberg::authoring::{check, conformance, scaffold};
+    let mut out = std::io::stdout();
+    let passed = match command {
+        PluginCommand::Check { component, config, mount } => {
+            check::check(&component, &load_config(config)?, mount.as_deref(), &mut out).await?
+        }
+        PluginCommand::New { name, lang } => {
+            scaffold::new(&name, lang, std::path::Path::new(&name))?;
+            println!("wrote {name}/: build it with {name}/build.sh, then `rustberg plugin test {name}/backend.wasm`");
+            true
+        }
+        PluginCommand::Test { component, config, mount } => {
+            let config = load_config(config)?;
+            let target = match mount {
+                Some(name) => {
+                    let mount = config
+                        .mounts
+                        .get(&name)
+                        .cloned()
+                        .ok_or_else(|| anyhow::anyhow!("the configuration has no [mount.{name}]"))?;
+                    conformance::Target::Mount { name, mount: Box::new(mount) }
+                }
+                None => conformance::Target::EphemeralKv,
+            };
+            let wasm = rustberg::plugins::builtin::component(&component).map_err(|e| anyhow::anyhow!(e))?;
+            conformance::run(wasm, target, &config, &mut out).await?
+        }
+    };
+    if !passed {
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -34,13 +114,8 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { config } => {
-            let config = match config {
-                Some(path) => Config::load(&path)?,
-                None => Config::default(),
-            };
-            rustberg::server::serve(config).await
-        }
+        Command::Serve { config } => rustberg::server::serve(load_config(config)?).await,
+        Command::Plugin(command) => plugin(command).await,
         Command::HashSecret => {
             let mut secret = String::new();
             std::io::stdin().read_line(&mut secret)?;

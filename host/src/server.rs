@@ -142,7 +142,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     }
     let all_limits: Vec<_> =
         std::iter::once(config.plugins.clone()).chain(config.mounts.keys().map(|m| config.plugin_limits(m))).collect();
-    let runtime = Runtime::new(&all_limits, data_dir.join("component-cache"))
+    let runtime = Runtime::new(&all_limits, config.component_cache_dir(), config.component_cache.max_mib << 20)
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
     let grants = Grants {

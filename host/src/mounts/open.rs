@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 
 use super::Mount;
-use crate::config::{warehouse_url, CatalogUrl, Config, MountAuth, MountConfig, MountGrant};
-use crate::plugins::{builtin, Backend, BackendErrorKind, Grants, HttpGrant, Runtime};
+use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig, MountGrant};
+use crate::plugins::{builtin, http, Backend, BackendErrorKind, Grants, HostCredential, HttpGrant, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::location_index::LocationIndex;
 use crate::storage::warehouse::Warehouse;
@@ -58,33 +58,69 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// The `http` grant of a mount: its `catalog_url` origin, with the credential of
-/// `[mount.<name>.auth]`; and what the backend is told about the URL (path, warehouse).
+/// `scheme://host[:port]` of an http(s) URL, or why it has none.
+fn origin_of(url: &str) -> anyhow::Result<String> {
+    let parsed = url::Url::parse(url).map_err(|e| anyhow!("{url}: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        bail!("{url} is not an http(s) URL");
+    }
+    Ok(parsed.origin().ascii_serialization())
+}
+
+/// The `http` grant of a mount: its `catalog_url` origin and `http_origins`, with the
+/// credential of `[mount.<name>.auth]`; and what the backend is told about the URL
+/// (path, warehouse).
 fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
     let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        bail!("catalog_url {} is not an http(s) URL (the mount grants http)", mount.catalog_url);
-    }
-    let origin = url.origin().ascii_serialization();
-    let token = match mount.auth() {
-        Some(MountAuth::Bearer { token_env }) => {
-            Some(std::env::var(&token_env).map_err(|_| anyhow!("token_env {token_env} is not set"))?)
+    let mut origins =
+        vec![origin_of(&mount.catalog_url).map_err(|e| anyhow!("catalog_url: {e} (the mount grants http)"))?];
+    for extra in &mount.http_origins {
+        let origin = origin_of(extra).map_err(|e| anyhow!("http_origins: {e}"))?;
+        if origin != extra.trim_end_matches('/') {
+            bail!("http_origins: {extra} is not an origin (scheme://host[:port], no path)");
         }
-        None => None,
-    };
+        origins.push(origin);
+    }
     let warehouse = url.query_pairs().find(|(k, _)| k == "warehouse").map(|(_, v)| v.into_owned());
     let settings = vec![
         ("base_path".to_string(), url.path().trim_end_matches('/').to_string()),
         ("warehouse".to_string(), warehouse.unwrap_or_default()),
     ];
-    let grant = HttpGrant::new(
-        origin,
-        token,
-        Duration::from_millis(mount.connect_timeout_ms),
-        Duration::from_millis(mount.request_timeout_ms),
-    )
-    .map_err(|e| anyhow!("http client: {e}"))?;
+    let client =
+        http::client(Duration::from_millis(mount.connect_timeout_ms), Duration::from_millis(mount.request_timeout_ms))
+            .map_err(|e| anyhow!("http client: {e}"))?;
+    let credential = HostCredential::from_config(mount.auth(), client.clone()).map_err(|e| anyhow!("auth: {e}"))?;
+    let grant = HttpGrant::new(origins, client, Duration::from_millis(mount.request_timeout_ms), credential);
     Ok((grant, settings))
+}
+
+/// What mount `name` grants its component: a key space in the store at `catalog_url`,
+/// requests to its origins, and its settings. `root` is the root catalog's store,
+/// which no mount may share.
+pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) -> anyhow::Result<Grants> {
+    let granted = mount.grants();
+    // The mount's own settings come first: `config.get` finds them before what the
+    // host derives from the URL or the backend remembers.
+    let mut settings: Vec<(String, String)> = mount.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let http = match granted.contains(&MountGrant::Http) {
+        true => {
+            let (grant, derived) = http_grant(mount)?;
+            settings.extend(derived);
+            Some(grant)
+        }
+        false => None,
+    };
+    let kv = match granted.contains(&MountGrant::Kv) {
+        true => Some(open_store(mount, root).await?),
+        false => None,
+    };
+    Ok(Grants {
+        label: format!("mount `{name}`"),
+        kv,
+        http,
+        config: RwLock::new(settings),
+        log_budget: Default::default(),
+    })
 }
 
 async fn open_one(
@@ -100,30 +136,8 @@ async fn open_one(
     }
     let wasm = builtin::component(&mount.backend).map_err(|e| anyhow!("backend: {e}"))?;
     // What the component may reach is what the mount grants it, and nothing else.
-    let granted = mount.grants();
-    // The mount's own settings come first: `config.get` finds them before what the
-    // host derives from the URL or the backend remembers.
-    let mut settings: Vec<(String, String)> = mount.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let http = match granted.contains(&MountGrant::Http) {
-        true => {
-            let (grant, derived) = http_grant(mount)?;
-            settings.extend(derived);
-            Some(grant)
-        }
-        false => None,
-    };
-    let kv = match granted.contains(&MountGrant::Kv) {
-        true => Some(open_store(mount, &config.root_catalog()?).await?),
-        false => None,
-    };
-    let keeps_state = kv.is_some();
-    let grants = Grants {
-        label: format!("mount `{name}`"),
-        kv,
-        http,
-        config: RwLock::new(settings),
-        log_budget: Default::default(),
-    };
+    let grants = mount_grants(name, mount, &config.root_catalog()?).await?;
+    let keeps_state = grants.kv.is_some();
     let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
     let backend = Backend::open(pool).await?;
     // A warehouse where one is configured, or where the mount keeps its own state;

@@ -15,7 +15,12 @@ pub struct Backend {
     /// The last failure that said the backend's store or remote is unreachable, until a
     /// call succeeds again (for `/health`).
     unreachable: std::sync::Mutex<Option<String>>,
+    /// How long each call took, by export, when someone asked (`rustberg plugin test`).
+    timings: Option<CallTimings>,
 }
+
+/// Durations of backend calls, by export name.
+pub type CallTimings = std::sync::Mutex<std::collections::BTreeMap<&'static str, Vec<std::time::Duration>>>;
 
 fn from_wit(label: &str, e: WitError) -> BackendError {
     let (kind, message) = match e {
@@ -37,6 +42,7 @@ macro_rules! exports {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
+                let started = self.timings.as_ref().map(|_| std::time::Instant::now());
                 let result = self
                     .pool
                     .call(move |store, bindings| {
@@ -45,6 +51,9 @@ macro_rules! exports {
                     .await
                     .and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
                 self.record(&result);
+                if let (Some(timings), Some(started)) = (&self.timings, started) {
+                    timings.lock().expect("timings").entry(stringify!($name)).or_default().push(started.elapsed());
+                }
                 result
             }
         )*
@@ -62,7 +71,22 @@ impl Backend {
             .await?;
         let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
         pool.grants().config.write().expect("mount config").extend(capabilities.remember.iter().cloned());
-        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None) })
+        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None), timings: None })
+    }
+
+    /// Like `open`, and records how long every later call takes.
+    pub async fn open_timed(pool: InstancePool) -> Result<Self, BackendError> {
+        Ok(Self { timings: Some(Default::default()), ..Self::open(pool).await? })
+    }
+
+    /// The calls timed so far, by export (empty unless opened with `open_timed`).
+    pub fn timings(&self) -> std::collections::BTreeMap<&'static str, Vec<std::time::Duration>> {
+        self.timings.as_ref().map(|t| t.lock().expect("timings").clone()).unwrap_or_default()
+    }
+
+    /// The most linear memory any instance of this backend has held.
+    pub fn peak_memory_bytes(&self) -> usize {
+        self.pool.peak_memory_bytes()
     }
 
     fn record<T>(&self, result: &Result<T, BackendError>) {

@@ -3,15 +3,17 @@
 //! Each import checks at call time what the mount grants: a component can ask for
 //! anything, and gets only what its mount's configuration gives it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::StoreLimits;
+use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
+use super::contract::Granted;
 use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
 use crate::storage::kv::{self as store, KvError, KvStore};
@@ -67,24 +69,16 @@ impl LogBudget {
 }
 
 impl Grants {
-    /// The WIT interfaces (without version) this mount lets a component import.
-    pub fn importable(&self) -> Vec<&'static str> {
-        let mut names =
-            vec!["rustberg:catalog/types", "rustberg:catalog/log", "rustberg:catalog/clock", "rustberg:catalog/config"];
-        if self.kv.is_some() {
-            names.push("rustberg:catalog/kv");
-        }
-        if self.http.is_some() {
-            names.push("rustberg:catalog/http");
-        }
-        names
+    /// What this mount grants, for the contract check.
+    pub fn granted(&self) -> Granted {
+        Granted { kv: self.kv.is_some(), http: self.http.is_some() }
     }
 }
 
 /// The data of one instance's Store.
 pub struct HostState {
     pub(super) grants: Arc<Grants>,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: MeteredLimits,
     /// When the current call's budget runs out (checked on every epoch tick).
     pub(super) deadline: Instant,
     /// What the guest prints to stdout and stderr.
@@ -94,7 +88,7 @@ pub struct HostState {
 }
 
 impl HostState {
-    pub fn new(grants: Arc<Grants>, limits: StoreLimits) -> Self {
+    pub fn new(grants: Arc<Grants>, limits: MeteredLimits) -> Self {
         let output = GuestOutput::default();
         Self {
             grants,
@@ -106,6 +100,53 @@ impl HostState {
             output,
             table: ResourceTable::new(),
         }
+    }
+}
+
+/// A store's limits, noting the largest memory they let the guest grow to.
+pub struct MeteredLimits {
+    limits: StoreLimits,
+    peak: Arc<AtomicUsize>,
+}
+
+impl MeteredLimits {
+    /// `limits`, recording the largest memory granted into `peak` (shared by a pool).
+    pub fn new(limits: StoreLimits, peak: Arc<AtomicUsize>) -> Self {
+        Self { limits, peak }
+    }
+}
+
+impl ResourceLimiter for MeteredLimits {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.peak.fetch_max(desired, Ordering::Relaxed);
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
     }
 }
 
@@ -207,6 +248,12 @@ impl config::Host for HostState {
         let config = self.grants.config.read().expect("mount config");
         Ok(config.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()))
     }
+
+    async fn keys(&mut self) -> wasmtime::Result<Vec<String>> {
+        let config = self.grants.config.read().expect("mount config");
+        let keys: std::collections::BTreeSet<String> = config.iter().map(|(k, _)| k.clone()).collect();
+        Ok(keys.into_iter().collect())
+    }
 }
 
 impl http::Host for HostState {
@@ -245,7 +292,10 @@ mod tests {
             config: Default::default(),
             log_budget: Default::default(),
         };
-        let mut state = HostState::new(Arc::new(grants), wasmtime::StoreLimitsBuilder::new().build());
+        let mut state = HostState::new(
+            Arc::new(grants),
+            MeteredLimits::new(wasmtime::StoreLimitsBuilder::new().build(), Default::default()),
+        );
         let got = kv::Host::scan(&mut state, vec![], None, u32::MAX).await.unwrap().unwrap();
         assert_eq!(got.len(), MAX_SCAN_ROWS);
         let small = kv::Host::scan(&mut state, vec![], None, 3).await.unwrap().unwrap();

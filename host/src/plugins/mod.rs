@@ -1,25 +1,32 @@
 //! The plugin runtime: every backend is a sandboxed WebAssembly component.
 //!
-//! - `runtime`: the one Engine, the Linker, the epoch ticker, the `.cwasm` cache
-//!   and the start-up check of a component's imports against its mount's grants.
+//! - `runtime`: the one Engine, the Linker, the epoch ticker; loading a component.
+//! - `component_cache`: compiled components on disk, shared and size-bounded.
+//! - `contract`: the contract version and the check of a component's imports and
+//!   exports against it and its mount's grants.
 //! - `pool`: per-mount warm instances, call deadlines and memory caps.
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
-//! - `http`: outbound calls to a mount's own origin, with its credential and timeouts.
+//! - `http`: outbound calls to a mount's own origins, with timeouts and a size cap.
+//! - `http_credential`: what the host adds to them (bearer, AWS SigV4, OAuth2).
 //! - `backend`: typed async calls into a component's `backend` export.
 //! - `builtin`: the components shipped inside the binary.
 
 mod backend;
 pub mod bindings;
 pub mod builtin;
+mod component_cache;
+pub mod contract;
 mod guest_output;
 mod host_state;
-mod http;
+pub mod http;
+mod http_credential;
 mod pool;
 mod runtime;
 
 pub use backend::Backend;
 pub use host_state::Grants;
 pub use http::HttpGrant;
+pub use http_credential::HostCredential;
 pub use pool::InstancePool;
 pub use runtime::Runtime;
 

@@ -15,7 +15,7 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
 use super::guest_output::own_words;
-use super::host_state::{Grants, HostState};
+use super::host_state::{Grants, HostState, MeteredLimits};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
@@ -38,12 +38,19 @@ pub struct InstancePool {
     /// Calls running at once on this mount, at most `pool_size`: one slow or hostile
     /// mount cannot take every instance slot.
     running: tokio::sync::Semaphore,
+    /// The largest linear memory any instance was allowed to grow to, in bytes.
+    peak_memory: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl InstancePool {
     pub(super) fn new(pre: CatalogHostPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> Self {
         let running = tokio::sync::Semaphore::new(limits.pool_size);
-        Self { pre, grants, limits, idle: Mutex::new(Vec::new()), running }
+        Self { pre, grants, limits, idle: Mutex::new(Vec::new()), running, peak_memory: Default::default() }
+    }
+
+    /// The largest linear memory any instance was allowed to grow to, in bytes.
+    pub fn peak_memory_bytes(&self) -> usize {
+        self.peak_memory.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How the mount is named in messages.
@@ -64,6 +71,7 @@ impl InstancePool {
             .memories(MEMORIES_PER_COMPONENT as usize)
             .trap_on_grow_failure(true)
             .build();
+        let limits = MeteredLimits::new(limits, self.peak_memory.clone());
         let mut store = Store::new(self.pre.engine(), HostState::new(self.grants.clone(), limits));
         store.limiter(|s| &mut s.limits);
         // Yield to tokio on every tick so a long call never starves other requests,

@@ -1,16 +1,16 @@
-//! The one wasmtime Engine of the process, its Linker, the epoch ticker and the
-//! compiled-component cache.
+//! The one wasmtime Engine of the process, its Linker, the epoch ticker, and
+//! loading a component: compiled through the cache, checked against the contract.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
+use super::component_cache::ComponentCache;
+use super::contract;
 use super::host_state::{Grants, HostState};
 use super::pool::InstancePool;
 use super::{BackendError, BackendErrorKind};
@@ -23,7 +23,7 @@ const EPOCH_TICK: Duration = Duration::from_millis(10);
 pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
-    cache_dir: PathBuf,
+    cache: Arc<ComponentCache>,
 }
 
 /// What one component instance may hold at most (its store's limits say the same).
@@ -57,8 +57,9 @@ fn pooling_for(mounts: &[PluginLimits]) -> PoolingAllocationConfig {
 
 impl Runtime {
     /// Builds the engine, its instance pool sized for `mounts` (the limits of the root
-    /// catalog and of every mount), and starts the epoch ticker.
-    pub fn new(mounts: &[PluginLimits], cache_dir: PathBuf) -> wasmtime::Result<Self> {
+    /// catalog and of every mount), and starts the epoch ticker. Compiled components
+    /// are kept in `cache_dir`, under `cache_max_bytes`.
+    pub fn new(mounts: &[PluginLimits], cache_dir: PathBuf, cache_max_bytes: u64) -> wasmtime::Result<Self> {
         let pooling = pooling_for(mounts);
         let mut config = Config::new();
         config
@@ -83,11 +84,27 @@ impl Runtime {
             })
             .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))?;
 
-        Ok(Self { engine, linker: Arc::new(linker), cache_dir })
+        let cache = Arc::new(ComponentCache::new(&engine, cache_dir, cache_max_bytes));
+        Ok(Self { engine, linker: Arc::new(linker), cache })
     }
 
-    /// Compiles (or loads from the cache) a component, checks its imports against
-    /// what the mount grants, and prepares a warm pool for it.
+    /// The engine components are compiled for.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles a component, or loads it from the cache.
+    pub async fn compile(&self, wasm: Arc<[u8]>, label: &str) -> Result<wasmtime::component::Component, String> {
+        let cache = self.cache.clone();
+        let label = label.to_string();
+        tokio::task::spawn_blocking(move || cache.component(&wasm, &label))
+            .await
+            .map_err(|e| format!("compiling the component: {e}"))?
+            .map_err(|e| format!("compiling the component: {e:#}"))
+    }
+
+    /// Compiles (or loads from the cache) a component, checks its imports and exports
+    /// against the contract and what the mount grants, and prepares a warm pool for it.
     pub async fn load(
         &self,
         wasm: Arc<[u8]>,
@@ -96,54 +113,16 @@ impl Runtime {
     ) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
-        let engine = self.engine.clone();
-        let cache_dir = self.cache_dir.clone();
-        let component = tokio::task::spawn_blocking(move || compile_cached(&engine, &wasm, &cache_dir))
-            .await
-            .map_err(|e| fail(format!("compiling the component: {e}")))?
-            .map_err(|e| fail(format!("compiling the component: {e:#}")))?;
+        let component = self.compile(wasm, &label).await.map_err(fail)?;
 
-        let allowed = grants.importable();
-        for (name, _) in component.component_type().imports(&self.engine) {
-            let interface = name.split('@').next().unwrap_or(name);
-            if !interface.starts_with("wasi:") && !allowed.contains(&interface) {
-                return Err(fail(format!(
-                    "the component imports `{name}`, which this mount does not grant (it grants {})",
-                    allowed.join(", ")
-                )));
-            }
-        }
+        let ty = component.component_type();
+        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), grants.granted())
+            .map_err(fail)?;
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
         Ok(InstancePool::new(pre, Arc::new(grants), limits))
     }
-}
-
-/// Loads the precompiled form of `wasm` from the cache, or compiles and stores it.
-/// The cache key covers the component bytes and the engine's compatibility hash, and
-/// only files this host wrote are ever deserialized.
-fn compile_cached(engine: &Engine, wasm: &[u8], cache_dir: &Path) -> wasmtime::Result<Component> {
-    let mut engine_hash = DefaultHasher::new();
-    engine.precompile_compatibility_hash().hash(&mut engine_hash);
-    let digest = Sha256::digest(wasm);
-    let file = cache_dir.join(format!(
-        "{}-{:016x}.cwasm",
-        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &digest[..16]),
-        engine_hash.finish()
-    ));
-    if file.exists() {
-        // SAFETY: the file was written by `precompile_component` of this host (the name
-        // carries the digest of the source and the engine's compatibility hash).
-        if let Ok(component) = unsafe { Component::deserialize_file(engine, &file) } {
-            return Ok(component);
-        }
-    }
-    let compiled = engine.precompile_component(wasm)?;
-    std::fs::create_dir_all(cache_dir)?;
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &compiled)?;
-    std::fs::rename(&tmp, &file)?;
-    // SAFETY: these bytes were produced by `precompile_component` just above.
-    unsafe { Component::deserialize(engine, &compiled) }
 }

@@ -46,6 +46,14 @@ impl PgStore {
         Ok(Self { pool })
     }
 
+    /// A store that connects on first use and creates nothing: for a database known
+    /// to be out of reach (the conformance suite's "unavailable" case).
+    pub fn connect_lazy(url: &str, timeout: Duration) -> Result<Self, KvError> {
+        let pool =
+            PgPoolOptions::new().max_connections(1).acquire_timeout(timeout).connect_lazy(url).map_err(store_err)?;
+        Ok(Self { pool })
+    }
+
     /// The key space `name`.
     pub fn space(&self, name: &str) -> PgSpace {
         PgSpace { pool: self.pool.clone(), space: name.to_string() }

@@ -1,0 +1,85 @@
+//! `rustberg plugin check`: what a component is (contract version, world, imports,
+//! exports) and whether a mount's grants would accept it, without serving anything.
+
+use std::io::Write;
+
+use anyhow::anyhow;
+use sha2::{Digest, Sha256};
+
+use crate::config::{Config, MountGrant};
+use crate::plugins::contract::{self, Granted, HOST_VERSION};
+use crate::plugins::{builtin, Runtime};
+
+/// Prints the report for `component` (a file or a built-in name); with `mount`, judged
+/// by that mount's grants. Ok(true) when the component would be accepted.
+pub async fn check(
+    component: &str,
+    config: &Config,
+    mount: Option<&str>,
+    out: &mut impl Write,
+) -> anyhow::Result<bool> {
+    let wasm = builtin::component(component).map_err(|e| anyhow!(e))?;
+    let granted = match mount {
+        Some(name) => {
+            let mount = config.mounts.get(name).ok_or_else(|| anyhow!("the configuration has no [mount.{name}]"))?;
+            let grants = mount.grants();
+            Some(Granted { kv: grants.contains(&MountGrant::Kv), http: grants.contains(&MountGrant::Http) })
+        }
+        None => None,
+    };
+    let runtime = Runtime::new(
+        std::slice::from_ref(&config.plugins),
+        config.component_cache_dir(),
+        config.component_cache.max_mib << 20,
+    )
+    .map_err(|e| anyhow!("starting the plugin runtime: {e:#}"))?;
+    let compiled = runtime.compile(wasm.clone(), component).await.map_err(|e| anyhow!(e))?;
+    let ty = compiled.component_type();
+    let imports: Vec<String> = ty.imports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
+    let exports: Vec<String> = ty.exports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
+
+    let digest = Sha256::digest(&wasm);
+    writeln!(out, "component  {component} ({} bytes, sha256 {:x})", wasm.len(), digest)?;
+    let built = contract::export_verdict(exports.iter().map(String::as_str));
+    match &built {
+        Ok(version) => {
+            writeln!(out, "contract   rustberg:catalog@{version} (this host: {}; compatible)", *HOST_VERSION)?
+        }
+        Err(why) => writeln!(out, "contract   {why}")?,
+    }
+    let imports_interface = |i: &str| imports.iter().any(|n| n.starts_with(&format!("rustberg:catalog/{i}@")));
+    let world = match (imports_interface("kv"), imports_interface("http")) {
+        (true, false) => "kv-backend (needs the kv grant)",
+        (false, true) => "http-backend (needs the http grant)",
+        (true, true) => "catalog-host (needs kv and http, which no mount grants together)",
+        (false, false) => "kv-backend or http-backend (needs neither kv nor http)",
+    };
+    writeln!(out, "world      {world}")?;
+    // Without a mount, judge the contract imports as if everything were granted.
+    let judged_by = granted.unwrap_or(Granted { kv: true, http: true });
+    writeln!(out, "imports")?;
+    let mut refused = built.is_err();
+    for name in &imports {
+        match contract::import_verdict(name, judged_by) {
+            Ok(what) => writeln!(out, "  ok       {name:<44} {what}")?,
+            Err(why) => {
+                refused = true;
+                writeln!(out, "  REFUSED  {name:<44} {why}")?;
+            }
+        }
+    }
+    writeln!(out, "exports")?;
+    for name in &exports {
+        writeln!(out, "  {name}")?;
+    }
+    let verdict = match (mount, refused) {
+        (Some(name), false) => format!("mount `{name}` would accept it"),
+        (Some(name), true) => format!("mount `{name}` would refuse it"),
+        (None, false) => {
+            "no import or export is refused (name a mount with --config and --mount to check its grants)".into()
+        }
+        (None, true) => "refused whatever the mount grants".into(),
+    };
+    writeln!(out, "verdict    {verdict}")?;
+    Ok(!refused)
+}

@@ -1,0 +1,230 @@
+//! The contract a component is checked against before it may serve a mount: the
+//! version of `rustberg:catalog` it was built against, and every import it makes,
+//! judged by what its mount grants and by this host's WASI policy. `runtime` refuses
+//! a component on the first problem; `rustberg plugin check` prints every verdict.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+/// The WIT package this host implements, as built into it.
+const WIT: &str = include_str!("../../../wit/catalog.wit");
+const PACKAGE: &str = "rustberg:catalog";
+
+/// A `major.minor.patch` version of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(u64, u64, u64);
+
+impl Version {
+    fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.split('.').map(|p| p.parse::<u64>().ok());
+        let version = Version(parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(version)
+    }
+
+    /// What semver (and wasmtime's linker) treats as one compatible series: the major,
+    /// or `0.minor` while the major is 0.
+    fn series(self) -> (u64, u64) {
+        if self.0 == 0 {
+            (0, self.1)
+        } else {
+            (self.0, 0)
+        }
+    }
+
+    fn series_name(self) -> String {
+        match self.series() {
+            (0, minor) => format!("0.{minor}.x"),
+            (major, _) => format!("{major}.x"),
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// The version of the contract this host implements (the `package` line of the WIT).
+pub static HOST_VERSION: LazyLock<Version> = LazyLock::new(|| {
+    WIT.lines()
+        .find_map(|line| line.trim().strip_prefix(&format!("package {PACKAGE}@"))?.strip_suffix(';'))
+        .and_then(Version::parse)
+        .expect("wit/catalog.wit declares `package rustberg:catalog@x.y.z;`")
+});
+
+/// What a mount grants its component.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Granted {
+    pub kv: bool,
+    pub http: bool,
+}
+
+impl Granted {
+    fn describe(self) -> String {
+        let mut grants = vec!["types", "log", "clock", "config"];
+        grants.extend(self.kv.then_some("kv"));
+        grants.extend(self.http.then_some("http"));
+        grants.join(", ")
+    }
+}
+
+/// The WASI interfaces this host links, and the ones it refuses with the way to build
+/// without them. The host's WASI has no preopened directory, no environment and no
+/// network; stdout and stderr go to the log.
+const WASI: &[(&str, Result<&str, &str>)] = &[
+    ("wasi:cli/", Ok("stdout and stderr go to the log; the environment is empty")),
+    ("wasi:clocks/", Ok("clocks")),
+    ("wasi:io/", Ok("streams and polling")),
+    ("wasi:random/", Ok("randomness")),
+    ("wasi:filesystem/", Ok("a file system with no directory in it (componentize-js cannot build without it)")),
+    (
+        "wasi:sockets/",
+        Err("a backend reaches the network only through its mount's http grant; build without sockets \
+             (componentize-py: --stub-wasi; Rust: do not use std::net)"),
+    ),
+    (
+        "wasi:http/",
+        Err("outbound HTTP is the rustberg:catalog/http import, which adds the mount's credential; build \
+             without wasi:http (jco componentize: -d http fetch-event)"),
+    ),
+];
+
+/// Splits `ns:pkg/iface@version` into the interface and its version.
+fn split(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('@') {
+        Some((interface, version)) => (interface, Some(version)),
+        None => (name, None),
+    }
+}
+
+/// Whether a component built against `version` of the contract loads here.
+fn check_version(name: &str, version: Option<&str>) -> Result<(), String> {
+    let host = *HOST_VERSION;
+    let Some(built) = version.and_then(Version::parse) else {
+        return Err(format!("`{name}` has no x.y.z version of {PACKAGE}; build against wit/ of this host ({host})"));
+    };
+    if built.series() != host.series() {
+        return Err(format!(
+            "`{name}` was built against {PACKAGE}@{built}; this host ({host}) loads components of {}",
+            host.series_name()
+        ));
+    }
+    if built > host {
+        return Err(format!(
+            "`{name}` was built against {PACKAGE}@{built}, newer than this host's {host}: upgrade Rustberg, \
+             or build against the WIT of this host (`rustberg plugin new` writes it)"
+        ));
+    }
+    Ok(())
+}
+
+/// Why an import is accepted (a short description), or why it is refused.
+pub fn import_verdict(name: &str, granted: Granted) -> Result<&'static str, String> {
+    let (interface, version) = split(name);
+    if let Some(own) = interface.strip_prefix(&format!("{PACKAGE}/")) {
+        check_version(name, version)?;
+        return match own {
+            "types" => Ok("the contract's types"),
+            "log" => Ok("log lines tagged with the mount"),
+            "clock" => Ok("wall-clock time"),
+            "config" => Ok("the mount's [config] settings"),
+            "kv" if granted.kv => Ok("the mount's key space (granted: kv)"),
+            "http" if granted.http => Ok("requests to the mount's origins (granted: http)"),
+            "kv" | "http" => Err(format!(
+                "the component imports `{name}`, which this mount does not grant (it grants {}); \
+                 add \"{own}\" to the mount's grants if it should",
+                granted.describe()
+            )),
+            _ => Err(format!("the component imports `{name}`, which {PACKAGE}@{} does not define", *HOST_VERSION)),
+        };
+    }
+    match WASI.iter().find(|(prefix, _)| interface.starts_with(prefix)) {
+        Some((_, Ok(what))) => Ok(what),
+        Some((_, Err(how))) => Err(format!("the component imports `{name}`, which no backend may: {how}")),
+        None => Err(format!("the component imports `{name}`, which this host does not provide")),
+    }
+}
+
+/// Checks that the component exports a compatible `backend` interface.
+pub fn export_verdict<'a>(mut exports: impl Iterator<Item = &'a str>) -> Result<Version, String> {
+    let names: Vec<&str> = exports.by_ref().collect();
+    let backend = format!("{PACKAGE}/backend");
+    match names.iter().find(|name| split(name).0 == backend) {
+        Some(name) => {
+            check_version(name, split(name).1)?;
+            Ok(split(name).1.and_then(Version::parse).expect("checked above"))
+        }
+        None => Err(format!(
+            "the component exports no `{backend}`, so it is not a backend (it exports: {})",
+            if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+        )),
+    }
+}
+
+/// The first problem with a component's imports and exports, if any.
+pub fn check<'a>(
+    imports: impl Iterator<Item = &'a str>,
+    exports: impl Iterator<Item = &'a str>,
+    granted: Granted,
+) -> Result<(), String> {
+    for name in imports {
+        import_verdict(name, granted)?;
+    }
+    export_verdict(exports).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KV: Granted = Granted { kv: true, http: false };
+
+    #[test]
+    fn the_host_version_is_the_wits() {
+        assert!(WIT.contains(&format!("package {PACKAGE}@{};", *HOST_VERSION)));
+    }
+
+    #[test]
+    fn earlier_versions_of_the_series_load_and_others_do_not() {
+        let host = *HOST_VERSION;
+        let earlier = format!("{PACKAGE}/kv@{}.{}.0", host.0, host.1);
+        assert!(import_verdict(&earlier, KV).is_ok());
+        let newer = format!("{PACKAGE}/kv@{}.{}.{}", host.0, host.1, host.2 + 1);
+        assert!(import_verdict(&newer, KV).unwrap_err().contains("newer than this host"));
+        let next_series = format!("{PACKAGE}/kv@{}.{}.0", host.0, host.1 + 1);
+        assert!(import_verdict(&next_series, KV).unwrap_err().contains("loads components of"));
+        assert!(import_verdict(&format!("{PACKAGE}/kv"), KV).unwrap_err().contains("no x.y.z version"));
+    }
+
+    #[test]
+    fn grants_decide_kv_and_http() {
+        let http = format!("{PACKAGE}/http@{}", *HOST_VERSION);
+        let refused = import_verdict(&http, KV).unwrap_err();
+        assert!(refused.contains("does not grant") && refused.contains("add \"http\""), "{refused}");
+        assert!(import_verdict(&http, Granted { kv: false, http: true }).is_ok());
+    }
+
+    #[test]
+    fn wasi_network_and_http_are_refused_with_a_way_out() {
+        for (name, hint) in [
+            ("wasi:sockets/tcp@0.2.9", "--stub-wasi"),
+            ("wasi:http/outgoing-handler@0.2.0", "-d http fetch-event"),
+            ("wasi:keyvalue/store@0.2.0", "does not provide"),
+        ] {
+            let refused = import_verdict(name, KV).unwrap_err();
+            assert!(refused.contains(name) && refused.contains(hint), "{refused}");
+        }
+        for name in ["wasi:cli/stdout@0.2.9", "wasi:io/streams@0.2.0", "wasi:filesystem/preopens@0.2.12"] {
+            assert!(import_verdict(name, KV).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_component_without_the_backend_export_is_not_a_backend() {
+        let refused = export_verdict(["wasi:cli/run@0.2.0"].into_iter()).unwrap_err();
+        assert!(refused.contains("not a backend") && refused.contains("wasi:cli/run"), "{refused}");
+        let ok = format!("{PACKAGE}/backend@{}", *HOST_VERSION);
+        assert_eq!(export_verdict([ok.as_str()].into_iter()).unwrap(), *HOST_VERSION);
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds this backend into a component: ./build.sh [OUT.wasm] (default backend.wasm).
+# Needs Python 3.11+; installs componentize-py (pinned) into $PY_VENV (default .venv).
+set -euo pipefail
+cd "$(dirname "$0")"
+out="$(realpath -m "${1:-backend.wasm}")"
+wit="${WIT:-$([ -d wit ] && echo wit || echo ../../../wit)}"
+venv="${PY_VENV:-.venv}"
+if [ ! -x "$venv/bin/componentize-py" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check componentize-py==0.25.1
+fi
+# --stub-wasi: no WASI imports at all (CPython's would ask for sockets and files, which
+# the host refuses); print() has nowhere to go, so log with rustberg:catalog/log.
+"$venv/bin/componentize-py" -d "$wit" -w kv-backend componentize --stub-wasi app -o "$out"
+rm -rf __pycache__

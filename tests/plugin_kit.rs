@@ -1,0 +1,244 @@
+//! The authoring kit end to end: `rustberg plugin check`, `plugin new` and `plugin
+//! test` as a backend author runs them, the contract's versioning, and the reference
+//! backends in Python and JavaScript built with their real toolchains, passing the
+//! conformance suite and serving PyIceberg as mounts.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use support::python::{pytest_with, repo_root};
+use support::{components_dir, Server};
+
+/// Runs `rustberg ARGS` and returns its exit code and everything it printed.
+fn rustberg(args: &[&str]) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_rustberg")).args(args).output().expect("running rustberg");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A build folder that outlives the test run (beside the binary), so toolchains are
+/// installed once per machine.
+fn build_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().join("plugin-kit").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs a project's `build.sh`, writing the component to `out`.
+fn build(script: &Path, out: &Path, env: &[(&str, &Path)]) {
+    let output = Command::new("bash")
+        .arg(script)
+        .arg(out)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .output()
+        .expect("running a build script");
+    assert!(
+        output.status.success(),
+        "{} failed:\n{}{}",
+        script.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The Python reference backend, built once per test run (componentize-py, pinned).
+fn python_example() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = build_dir("examples").join("python.wasm");
+        let venv = build_dir("python-venv");
+        build(&repo_root().join("plugins/examples/python/build.sh"), &out, &[("PY_VENV", &venv)]);
+        out
+    })
+}
+
+/// The JavaScript reference backend, built once per test run (jco + componentize-js, pinned).
+fn js_example() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = build_dir("examples").join("javascript.wasm");
+        build(&repo_root().join("plugins/examples/javascript/build.sh"), &out, &[]);
+        out
+    })
+}
+
+fn kv_mount(name: &str, component: &Path, dir: &Path) -> String {
+    format!(
+        "[mount.{name}]\nbackend = \"{}\"\ncatalog_url = \"redb://{}/{name}.redb\"\nowner = \"default\"\n",
+        component.display(),
+        dir.display()
+    )
+}
+
+/// The contract version this host implements, as the WIT declares it.
+fn host_version() -> String {
+    let wit = std::fs::read_to_string(repo_root().join("wit/catalog.wit")).unwrap();
+    let line = wit.lines().find(|l| l.starts_with("package rustberg:catalog@")).unwrap();
+    line.trim_start_matches("package rustberg:catalog@").trim_end_matches(';').to_string()
+}
+
+#[test]
+fn plugin_check_names_the_contract_imports_and_the_verdict_of_a_mount() {
+    let (code, out) = rustberg(&["plugin", "check", "native"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("rustberg:catalog@{} (this host: {}", host_version(), host_version())), "{out}");
+    assert!(out.contains("world      kv-backend") && out.contains("rustberg:catalog/kv@"), "{out}");
+    assert!(out.contains("rustberg:catalog/backend@"), "lists the exports: {out}");
+
+    // A component importing http, judged by a kv mount: refused, naming the import.
+    let dir = tempfile::tempdir().unwrap();
+    let greedy = components_dir().join("greedy.wasm");
+    let config = dir.path().join("rustberg.toml");
+    std::fs::write(&config, kv_mount("lake", &greedy, dir.path())).unwrap();
+    let (code, out) = rustberg(&["plugin", "check", path(&greedy), "--config", path(&config), "--mount", "lake"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("REFUSED  rustberg:catalog/http@") && out.contains("add \"http\""), "{out}");
+    assert!(out.contains("mount `lake` would refuse it"), "{out}");
+}
+
+/// A component built against `rustberg:catalog@0.1.0` (the WIT frozen in
+/// plugins/testing/legacy) keeps loading after the contract moved on.
+#[tokio::test]
+async fn a_component_built_against_the_first_contract_still_serves() {
+    assert_ne!(host_version(), "0.1.0", "the contract has moved since 0.1.0");
+    let legacy = components_dir().join("legacy.wasm");
+    let (code, out) = rustberg(&["plugin", "check", path(&legacy)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("rustberg:catalog@0.1.0 (this host: {}; compatible)", host_version())), "{out}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        Server::start(&format!("{}[mount.old.config]\ncontract = \"0.1.0\"\n", kv_mount("old", &legacy, dir.path())));
+    let (status, body) = s.get("/namespaces/old%1Flegacy").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"]["contract"], "0.1.0", "{body}");
+}
+
+#[test]
+fn the_conformance_suite_passes_the_native_backend_and_fails_a_broken_one() {
+    let (code, out) = rustberg(&["plugin", "test", "native"]);
+    assert_eq!(code, 0, "{out}");
+    for case in [
+        "nested namespaces",
+        "8-way contention loses nothing",
+        "transactions",
+        "paging over 1,000 tables",
+        "not found versus unavailable",
+        "views",
+    ] {
+        assert!(out.contains(&format!("pass  {case}")), "{case} passes: {out}");
+    }
+    assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
+    assert!(out.contains("commit_table") && out.contains("peak linear memory"), "latency and memory: {out}");
+
+    // A backend that says it writes but refuses every write fails, case by case.
+    let misbehave = components_dir().join("misbehave.wasm");
+    let (code, out) = rustberg(&["plugin", "test", path(&misbehave)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  tables: creating table c_tables.t2: Unsupported"), "{out}");
+    // It answers not-found without looking at its store: an absence it cannot know.
+    assert!(out.contains("FAIL  not found versus unavailable: loading a namespace"), "{out}");
+    // A read-only backend's write cases are skipped, and listed as skipped.
+    let legacy = components_dir().join("legacy.wasm");
+    let (_, out) = rustberg(&["plugin", "test", path(&legacy)]);
+    assert!(
+        out.contains("skip  views (the backend does not list POST /v1/{prefix}/namespaces/{namespace}/views)"),
+        "{out}"
+    );
+}
+
+/// `plugin new --lang rust` writes a project that builds as it is and passes the suite;
+/// the Python and JavaScript projects carry the reference backends tested below.
+#[test]
+fn a_new_rust_backend_builds_and_passes_the_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("acme-catalog");
+    let (code, out) = rustberg(&["plugin", "new", path(&project), "--lang", "rust"]);
+    assert_eq!(code, 1, "a project name is a name, not a path: {out}");
+    let status = Command::new(env!("CARGO_BIN_EXE_rustberg"))
+        .args(["plugin", "new", "acme-catalog", "--lang", "rust"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let wit = std::fs::read_to_string(project.join("wit/catalog.wit")).unwrap();
+    assert!(wit.contains(&format!("package rustberg:catalog@{};", host_version())));
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(readme.contains("wit-bindgen` 0.63") && readme.contains("[mount.acme-catalog]"), "{readme}");
+
+    let out = project.join("backend.wasm");
+    build(&project.join("build.sh"), &out, &[("CARGO_TARGET_DIR", &build_dir("scaffold-rust-target"))]);
+    let (code, report) = rustberg(&["plugin", "test", path(&out)]);
+    assert_eq!(code, 0, "{report}");
+
+    for (lang, file, example) in [("python", "app.py", "python/app.py"), ("js", "backend.js", "javascript/backend.js")]
+    {
+        let name = format!("new-{lang}");
+        let status = Command::new(env!("CARGO_BIN_EXE_rustberg"))
+            .args(["plugin", "new", &name, "--lang", lang])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let written = std::fs::read_to_string(dir.path().join(&name).join(file)).unwrap();
+        let reference = std::fs::read_to_string(repo_root().join("plugins/examples").join(example)).unwrap();
+        assert_eq!(written, reference, "{lang}: the project starts from the reference backend");
+        assert!(dir.path().join(&name).join("build.sh").exists());
+    }
+}
+
+fn example_passes_and_serves_pyiceberg(component: &Path, mount: &str) {
+    let (code, report) = rustberg(&["plugin", "test", path(component)]);
+    assert_eq!(code, 0, "{report}");
+    assert!(report.contains(" 0 failed, 0 skipped"), "{report}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&kv_mount(mount, component, dir.path()));
+    pytest_with("test_plugin_example.py", &server, &[("RUSTBERG_MOUNT", mount)]);
+}
+
+#[test]
+fn the_python_reference_backend_passes_the_suite_and_serves_pyiceberg() {
+    example_passes_and_serves_pyiceberg(python_example(), "py");
+}
+
+#[test]
+fn the_javascript_reference_backend_passes_the_suite_and_serves_pyiceberg() {
+    example_passes_and_serves_pyiceberg(js_example(), "js");
+}
+
+/// CPython built without `--stub-wasi` imports WASI sockets: refused by `plugin check`
+/// and at start-up, naming the import and the way to build without it.
+#[test]
+fn a_component_importing_wasi_sockets_is_refused_with_the_way_out() {
+    let out = build_dir("examples").join("python-with-wasi.wasm");
+    let venv = build_dir("python-venv");
+    python_example(); // installs the toolchain into the venv
+    let source = repo_root().join("plugins/examples/python");
+    let status = Command::new(venv.join("bin/componentize-py"))
+        .args(["-d", "../../../wit", "-w", "kv-backend", "componentize", "app", "-o"])
+        .arg(&out)
+        .current_dir(&source)
+        .status()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(source.join("__pycache__"));
+    assert!(status.success());
+    let (code, report) = rustberg(&["plugin", "check", path(&out)]);
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("REFUSED  wasi:sockets/") && report.contains("--stub-wasi"), "{report}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let refused = match Server::try_start(&kv_mount("py", &out, dir.path())) {
+        Ok(_) => panic!("a component importing wasi:sockets was mounted"),
+        Err(output) => output,
+    };
+    assert!(refused.contains("mount `py`") && refused.contains("wasi:sockets/"), "{refused}");
+    assert!(refused.contains("--stub-wasi"), "{refused}");
+}
