@@ -13,6 +13,7 @@ const TARGET: &str = "wasm32-wasip2";
 const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-native", "native.wasm"),
     ("rustberg-plugin-rest", "rest.wasm"),
+    ("rustberg-plugin-glue", "glue.wasm"),
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
     ("rustberg-plugin-flaky", "flaky.wasm"),

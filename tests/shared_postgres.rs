@@ -4,10 +4,8 @@
 
 mod support;
 
-use std::collections::BTreeSet;
-
 use serde_json::json;
-use support::{append_snapshot, assert_history, hash_secret, postgres_database, schema, Server};
+use support::{assert_history, hash_secret, postgres_database, race_appends, schema, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hosts_share_one_catalog() {
@@ -20,7 +18,7 @@ async fn two_hosts_share_one_catalog() {
         hash_secret("pw")
     );
     let (a, b) = (Server::start(&config), Server::start(&config));
-    let (a, b) = (std::sync::Arc::new(a.login("root", "pw")), std::sync::Arc::new(b.login("root", "pw")));
+    let (a, b) = (a.login("root", "pw"), b.login("root", "pw"));
 
     assert_eq!(a.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
     assert_eq!(b.get("/namespaces/db").await.0, 200, "visible through the other host at once");
@@ -28,27 +26,8 @@ async fn two_hosts_share_one_catalog() {
     assert_eq!(b.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
     assert_eq!(a.head("/namespaces/db/tables/t").await, 204);
 
-    let mut tasks = vec![];
-    for writer in 0..16i64 {
-        let host = if writer % 2 == 0 { a.clone() } else { b.clone() };
-        tasks.push(tokio::spawn(async move {
-            let (mut landed, mut refused) = (vec![], vec![]);
-            for i in 0..4 {
-                let id = 1000 * (writer + 1) + i;
-                match append_snapshot(&host, id).await {
-                    200 => landed.push(id),
-                    _ => refused.push(id),
-                }
-            }
-            (landed, refused)
-        }));
-    }
-    let (mut landed, mut refused) = (BTreeSet::new(), BTreeSet::new());
-    for task in tasks {
-        let (l, r) = task.await.unwrap();
-        landed.extend(l);
-        refused.extend(r);
-    }
+    let hosts = [a.clone(), b.clone()];
+    let (landed, refused) = race_appends(&hosts, "/namespaces/db/tables/t", 16, 4).await;
     assert!(!landed.is_empty());
     for host in [&a, &b] {
         let (_, table) = host.get("/namespaces/db/tables/t").await;

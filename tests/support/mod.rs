@@ -337,13 +337,48 @@ pub fn schema() -> Value {
 /// One optimistic append to `db.t`: read the current main snapshot, add a child of
 /// it. Asserts the commit either landed (200) or conflicted (409).
 pub async fn append_snapshot(s: &Api, snapshot_id: i64) -> u16 {
-    let (_, table) = s.get("/namespaces/db/tables/t").await;
-    let (status, response) = s.post("/namespaces/db/tables/t", append_request(&table["metadata"], snapshot_id)).await;
+    append_snapshot_to(s, "/namespaces/db/tables/t", snapshot_id).await
+}
+
+/// One optimistic append to the table at `path` (e.g. `/namespaces/db/tables/t`).
+pub async fn append_snapshot_to(s: &Api, path: &str, snapshot_id: i64) -> u16 {
+    let (_, table) = s.get(path).await;
+    let (status, response) = s.post(path, append_request(&table["metadata"], snapshot_id)).await;
     assert!(status == 200 || status == 409, "a commit either lands or conflicts, got {status}: {response}");
     if status == 409 {
         assert_eq!(response["error"]["type"], "CommitFailedException");
     }
     status
+}
+
+/// `writers` concurrent writers, each making `commits` optimistic appends to the table
+/// at `path` through `hosts` (writer `w` through `hosts[w % hosts.len()]`). Returns
+/// the snapshot ids that landed and those refused.
+pub async fn race_appends(hosts: &[Api], path: &str, writers: i64, commits: i64) -> (BTreeSet<i64>, BTreeSet<i64>) {
+    let tasks: Vec<_> = (0..writers)
+        .map(|writer| {
+            let host = hosts[writer as usize % hosts.len()].clone();
+            let path = path.to_string();
+            tokio::spawn(async move {
+                let (mut landed, mut refused) = (vec![], vec![]);
+                for i in 0..commits {
+                    let id = 1000 * (writer + 1) + i;
+                    match append_snapshot_to(&host, &path, id).await {
+                        200 => landed.push(id),
+                        _ => refused.push(id),
+                    }
+                }
+                (landed, refused)
+            })
+        })
+        .collect();
+    let (mut landed, mut refused) = (BTreeSet::new(), BTreeSet::new());
+    for task in tasks {
+        let (l, r) = task.await.unwrap();
+        landed.extend(l);
+        refused.extend(r);
+    }
+    (landed, refused)
 }
 
 /// A commit adding the snapshot `snapshot_id` as the child of main in `metadata`,

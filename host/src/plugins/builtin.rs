@@ -6,10 +6,13 @@ use std::sync::Arc;
 static NATIVE: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/native.wasm"));
 /// The rest backend, built from `plugins/rest`.
 static REST: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/rest.wasm"));
+/// The AWS Glue backend, built from `plugins/glue`.
+static GLUE: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/glue.wasm"));
 
 /// The built-in components by name: their bytes, and what a mount grants them unless
 /// it says otherwise (`grants`).
-const BUILTINS: &[(&str, &[u8], &[&str])] = &[("native", NATIVE, &["kv"]), ("rest", REST, &["http"])];
+const BUILTINS: &[(&str, &[u8], &[&str])] =
+    &[("native", NATIVE, &["kv"]), ("rest", REST, &["http"]), ("glue", GLUE, &["http"])];
 
 /// What a mount grants a component by default: a built-in's own grants; a key space
 /// for a drop-in file.

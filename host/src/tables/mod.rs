@@ -5,6 +5,7 @@
 pub mod backfill;
 pub mod locations;
 mod purge;
+mod serial;
 mod staged;
 pub mod views;
 
@@ -50,8 +51,16 @@ fn dotted(mount: &Mount, ident: &Ident) -> String {
     s
 }
 
+/// A table's absence, in the client's names. The backend's words are added when they
+/// say more than that it does not exist (a Glue table that is not an Iceberg table).
 fn no_such_table<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
-    move |_| Error::NoSuchTable(format!("table {} does not exist", dotted(mount, ident)))
+    move |reason| {
+        let absent = format!("table {} does not exist", dotted(mount, ident));
+        Error::NoSuchTable(match reason.trim_end_matches('.').ends_with("does not exist") || reason.is_empty() {
+            true => absent,
+            false => format!("{absent}: {reason}"),
+        })
+    }
 }
 
 fn no_such_namespace<'a>(mount: &'a Mount, namespace: &'a [String]) -> impl FnOnce(String) -> Error + 'a {
@@ -250,6 +259,7 @@ pub async fn commit(
         return staged::create_from_updates(mount, ident, requirements, updates).await;
     }
     let warehouse = mount.warehouse()?;
+    let _turn = serial::one_at_a_time(&mount.space, ident).await;
     for _ in 0..COMMIT_ATTEMPTS {
         let prepared = prepare(mount, ident, requirements, updates).await?;
         let committed = Committed {

@@ -68,12 +68,31 @@ fn ident(namespace: &[&str], name: &str) -> Ident {
     Ident { namespace: ns(namespace), name: name.into() }
 }
 
-/// A pointer whose metadata location carries `version`.
+/// A pointer whose metadata location carries `version`, with valid table metadata (a
+/// backend may read it: Glue's mirrors the schema into its columns).
 fn pointer(table: &str, version: usize) -> Pointer {
-    let location = format!("file:///conformance/{table}/metadata/{version:05}.metadata.json");
+    let location = format!("file:///conformance/{table}");
+    let metadata = serde_json::json!({
+        "format-version": 2,
+        "table-uuid": "00000000-0000-4000-8000-000000000000",
+        "location": location,
+        "last-sequence-number": version,
+        "last-updated-ms": 1_700_000_000_000u64 + version as u64,
+        "last-column-id": 1,
+        "current-schema-id": 0,
+        "schemas": [{"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": true, "type": "long"}]}],
+        "default-spec-id": 0,
+        "partition-specs": [{"spec-id": 0, "fields": []}],
+        "last-partition-id": 999,
+        "default-sort-order-id": 0,
+        "sort-orders": [{"order-id": 0, "fields": []}],
+        "properties": {},
+        "current-snapshot-id": -1,
+        "snapshots": [],
+    });
     Pointer {
-        metadata_json: format!(r#"{{"format-version":2,"location":"file:///conformance/{table}","v":{version}}}"#),
-        metadata_location: location,
+        metadata_json: metadata.to_string(),
+        metadata_location: format!("{location}/metadata/{version:05}.metadata.json"),
         config: vec![],
         storage_credentials: String::new(),
     }
