@@ -98,6 +98,21 @@ async fn oidc_users_map_to_principals_made_for_them() {
     );
     assert_eq!(admin.send(reqwest::Method::DELETE, "/management/v1/principals/dave", None).await.0, 204);
     assert_error(&dave_api.get("/namespaces").await, 401, "NotAuthorizedException");
+
+    // A tenant admin cannot bind an identity of the issuer: only a server admin can.
+    let body = json!({"name": "boss", "tenant": "acme", "role": "admin"});
+    let (status, boss) = admin.send(reqwest::Method::POST, "/management/v1/principals", Some(body)).await;
+    assert_eq!(status, 201, "{boss}");
+    let boss = s.login("boss", boss["client-secret"].as_str().unwrap());
+    let squat = json!({"name": "erin", "tenant": "acme", "role": "reader", "oidc-subject": "u-99"});
+    assert_error(
+        &boss.send(reqwest::Method::POST, "/management/v1/principals", Some(squat)).await,
+        403,
+        "ForbiddenException",
+    );
+    let erin =
+        Api::with_token(&s.base, &jwt("private.pem", claims("u-99", "https://idp.test", "rustberg", now() + 300)));
+    assert_error(&erin.get("/namespaces").await, 401, "NotAuthorizedException");
 }
 
 #[test]

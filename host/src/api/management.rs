@@ -157,7 +157,10 @@ async fn create_principal(
 ) -> Result<axum::response::Response, Error> {
     check_name("principal", &req.name)?;
     require_tenant_admin(&caller, &req.tenant)?;
-    if req.server_admin {
+    // Binding an identity of the issuer is a decision about that person, not about a
+    // tenant: a tenant admin could otherwise claim somebody's subject before the
+    // server admin maps it, and that person would act inside the wrong tenant.
+    if req.server_admin || req.oidc_subject.is_some() {
         require_server_admin(&caller)?;
     }
     if !state.auth.directory.tenant_exists(&req.tenant).await? {
