@@ -246,6 +246,9 @@ async fn remote_failures_are_errors_naming_the_mount_never_absences() {
     let far = health["mounts"].as_array().unwrap().iter().find(|m| m["mount"] == "mount `far`").unwrap().clone();
     assert_eq!(far["state"], "unreachable", "{health}");
     assert!(far["error"].as_str().unwrap().contains("did not answer"), "{health}");
+    // Without a caller, /health says the status only: error texts name hosts.
+    let public: Value = reqwest::get(format!("{}/health", s.base)).await.unwrap().json().await.unwrap();
+    assert_eq!(public, serde_json::json!({"status": "ok"}), "no mount details for anonymous callers");
     assert_eq!(s.client.get(format!("{}/ready", s.base)).send().await.unwrap().status(), 200, "still ready");
     assert_eq!(s.get("/namespaces/local").await.0, 200, "the rest keeps working");
     // Only a remote 404 means "not there"; a success clears the health state.

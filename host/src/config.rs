@@ -16,6 +16,8 @@ pub struct Config {
     pub plugins: PluginLimits,
     /// `[component_cache]`: where compiled components are kept.
     pub component_cache: ComponentCacheConfig,
+    /// `[log]`: how log lines are written.
+    pub log: LogConfig,
     pub auth: AuthConfig,
     /// `[mount.<name>]`: catalogs mounted under top-level names.
     #[serde(rename = "mount")]
@@ -189,6 +191,24 @@ pub fn warehouse_url(location: &str) -> Result<String, String> {
     Ok(location)
 }
 
+/// `[log]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub format: LogFormat,
+}
+
+/// How log lines are written (to stderr; the filter is `RUST_LOG`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, with the fields of the request's span (its request id).
+    Json,
+}
+
 /// `[component_cache]`: compiled components, one file per component content and
 /// engine, shared by every data directory (and process) that points at it.
 #[derive(Debug, Clone, Deserialize)]
@@ -289,8 +309,10 @@ impl Default for AuthConfig {
 pub struct ServerConfig {
     /// Address and port to listen on.
     pub listen: SocketAddr,
-    /// Where the embedded default keeps its state (catalog file, warehouse, component cache).
+    /// Where the embedded default keeps its state (catalog file, warehouse).
     pub data_dir: PathBuf,
+    /// After SIGTERM or SIGINT, how long requests in flight may take to finish, in seconds.
+    pub shutdown_grace_secs: u64,
 }
 
 /// `[storage]`
@@ -421,7 +443,11 @@ pub struct PluginLimits {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 8181)), data_dir: PathBuf::from("rustberg-data") }
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8181)),
+            data_dir: PathBuf::from("rustberg-data"),
+            shutdown_grace_secs: 30,
+        }
     }
 }
 

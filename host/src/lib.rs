@@ -11,6 +11,7 @@
 //! - `storage`  key spaces (redb, Postgres), warehouses (file, S3), credential vending
 //! - `plugins`  the wasmtime runtime, instance pools, host capabilities and the contract
 //! - `authoring` `rustberg plugin`: check a component, scaffold one, run the conformance suite
+//! - `preflight` `rustberg check-config`: what `serve` checks, without serving
 //! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
@@ -22,6 +23,7 @@ pub mod error;
 pub mod mounts;
 pub mod paging;
 pub mod plugins;
+pub mod preflight;
 pub mod recovery;
 pub mod scan;
 pub mod server;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use rustberg::config::Config;
+use rustberg::config::{Config, LogFormat};
 
 #[derive(Parser)]
 #[command(name = "rustberg", version, about = "An Apache Iceberg REST catalog server")]
@@ -22,6 +22,12 @@ enum Command {
     },
     /// Print the argon2 hash of a client secret (for `secret_hash` in the config), read from stdin.
     HashSecret,
+    /// Check a configuration file as `serve` would (stores reachable, components compiled
+    /// and their imports granted) without serving. Exit status 1 with the problems listed.
+    CheckConfig {
+        /// The TOML configuration file.
+        file: PathBuf,
+    },
     /// Write, inspect and test backend components (see docs/plugins.md).
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -104,19 +110,44 @@ async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Log lines to stderr, filtered by `RUST_LOG` (default `info`), as text or JSON.
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { config } => rustberg::server::serve(load_config(config)?).await,
-        Command::Plugin(command) => plugin(command).await,
+        Command::Serve { config } => {
+            let config = load_config(config)?;
+            init_logging(config.log.format);
+            rustberg::server::serve(config).await
+        }
+        Command::CheckConfig { file } => {
+            init_logging(LogFormat::Text);
+            let problems = rustberg::preflight::check(&file).await;
+            if problems.is_empty() {
+                println!("{}: ok", file.display());
+                return Ok(());
+            }
+            for problem in &problems {
+                println!("{}: {problem}", file.display());
+            }
+            std::process::exit(1);
+        }
+        Command::Plugin(command) => {
+            init_logging(LogFormat::Text);
+            plugin(command).await
+        }
         Command::HashSecret => {
+            init_logging(LogFormat::Text);
             let mut secret = String::new();
             std::io::stdin().read_line(&mut secret)?;
             println!("{}", rustberg::auth::hash_secret(secret.trim_end_matches(['\r', '\n'])));

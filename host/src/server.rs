@@ -1,9 +1,11 @@
 //! Start-up: open the stores, load the components, bind, serve.
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 
 use anyhow::Context;
 use rand::RngCore;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
@@ -217,7 +219,8 @@ fn advertised_endpoints(mounts: &Mounts) -> Vec<String> {
     endpoints
 }
 
-/// Runs the server until Ctrl-C.
+/// Runs the server until SIGTERM or SIGINT, then lets the requests in flight finish
+/// (for at most `server.shutdown_grace_secs`) and returns.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let state = Arc::new(build(&config).await?);
     // Expired idempotency keys are removed in the background.
@@ -234,11 +237,49 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     println!("rustberg: listening on http://{addr} (Iceberg REST catalog at http://{addr}/v1)");
-    let app = api::router(state).layer(tower_http::trace::TraceLayer::new_for_http());
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+    // Outermost first: give the request an id, open its span, return the id.
+    let app = api::router(state)
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
+    let mut server = std::pin::pin!(server.into_future());
+    tokio::select! {
+        result = &mut server => return Ok(result?),
+        signal = shutdown_signal() => println!("rustberg: {signal}: finishing the requests in flight"),
+    }
+    let _ = stop.send(());
+    let grace = std::time::Duration::from_secs(config.server.shutdown_grace_secs);
+    match tokio::time::timeout(grace, server).await {
+        Ok(result) => result?,
+        Err(_) => println!("rustberg: requests still running after {} s are cut off", grace.as_secs()),
+    }
+    println!("rustberg: stopped");
     Ok(())
+}
+
+/// The span of one request, carried by every log line it causes: its id (the client's
+/// `X-Request-Id`, or the UUID `SetRequestIdLayer` gave it), method and path.
+fn request_span(request: &axum::extract::Request) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
+    // decides whether it is recorded, and every line of the request should carry it.
+    tracing::error_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
+}
+
+/// Resolves on SIGTERM or SIGINT, saying which.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return "SIGINT";
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
 }

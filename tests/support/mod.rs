@@ -178,6 +178,24 @@ impl Server {
         self.output()
     }
 
+    /// Sends the process a signal (`TERM`, `INT`).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").arg(format!("-{name}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// The process's exit status, once it exits within `timeout`.
+    pub fn exit_within(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Whether the process is still alive.
     pub fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()

@@ -18,7 +18,8 @@ pub async fn run_to_completion(request: Request, next: Next) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(request).await;
     }
-    match tokio::spawn(next.run(request)).await {
+    // The task keeps the request's span, so its log lines carry the request id.
+    match tokio::spawn(tracing::Instrument::in_current_span(next.run(request))).await {
         Ok(response) => response,
         Err(e) => Error::Internal(format!("the request failed: {e}")).into_response(),
     }

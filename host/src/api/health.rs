@@ -6,8 +6,15 @@ use serde_json::{json, Value};
 
 use super::State;
 
-/// Reports every mount: `ok`, or `unreachable` with the last error that said so.
-pub async fn health(axum::extract::State(state): State) -> Json<Value> {
+/// The server's status; every mount's state (`ok`, or `unreachable` with the last
+/// error that said so) only for an authenticated caller: error texts name hosts and
+/// databases, which are nobody else's business.
+pub async fn health(axum::extract::State(state): State, headers: axum::http::HeaderMap) -> Json<Value> {
+    let authenticated =
+        headers.contains_key(axum::http::header::AUTHORIZATION) && state.auth.authenticate(&headers).await.is_ok();
+    if !authenticated {
+        return Json(json!({ "status": "ok" }));
+    }
     let mounts: Vec<Value> = state
         .mounts
         .all()

@@ -20,7 +20,7 @@ const CATALOG_SPACE: &str = "catalog";
 /// How long opening a mount's database may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn check_name(name: &str) -> anyhow::Result<()> {
+pub fn check_name(name: &str) -> anyhow::Result<()> {
     if name.is_empty() || name.contains('.') || name.chars().any(char::is_control) {
         bail!("a mount name must be one non-empty namespace level without dots or control characters");
     }
@@ -70,7 +70,7 @@ fn origin_of(url: &str) -> anyhow::Result<String> {
 /// The `http` grant of a mount: its `catalog_url` origin and `http_origins`, with the
 /// credential of `[mount.<name>.auth]`; and what the backend is told about the URL
 /// (path, warehouse).
-fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
+pub fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String, String)>)> {
     let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
     let mut origins =
         vec![origin_of(&mount.catalog_url).map_err(|e| anyhow!("catalog_url: {e} (the mount grants http)"))?];
