@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{components_dir, Server};
+use support::{components_dir, Api, Server};
 
 fn misbehaving(extra: &str) -> Server {
     Server::start(&format!(
@@ -114,4 +114,46 @@ fn check_config_finds_what_serve_would_refuse_without_serving() {
         assert!(out.contains(expected), "{expected}:\n{out}");
     }
     assert!(!dir.path().join("grabby.redb").exists() && !dir.path().join("data").exists(), "nothing is created");
+}
+
+/// The minted admin survives restarts: shown once, kept hashed, written to a 0600 file;
+/// `rustberg admin reset-credential` replaces it, and the old one stops working.
+#[tokio::test]
+async fn the_minted_admin_credential_survives_restarts_until_reset() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start("");
+    let first = s.credential.clone().expect("minted at the first start");
+    let file = s.dir.path().join("data").join("admin-credential");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), first);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let old_token = s.admin_token();
+
+    let s = s.restart("").unwrap();
+    let secret = first.split_once(':').unwrap().1;
+    assert!(!s.output().contains(secret), "the secret is not printed again");
+    assert_eq!(s.login("admin", secret).get("/namespaces").await.0, 200, "the same credential works");
+    assert_eq!(Api::with_token(&s.base, &old_token).get("/namespaces").await.0, 200, "and its tokens");
+
+    let dir = s.stop();
+    let config = dir.path().join("rustberg.toml");
+    let reset = std::process::Command::new(env!("CARGO_BIN_EXE_rustberg"))
+        .args(["admin", "reset-credential", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    let printed = String::from_utf8_lossy(&reset.stdout);
+    let new = printed.lines().find_map(|l| l.strip_prefix("credential ")).unwrap().to_string();
+    assert_ne!(new, first);
+    let s = Server::start_in(dir, "");
+    assert_eq!(s.credential.as_deref(), Some(new.as_str()), "the file holds the new credential");
+    assert_eq!(s.login("admin", new.split_once(':').unwrap().1).get("/namespaces").await.0, 200);
+    assert_eq!(Api::with_token(&s.base, &old_token).get("/namespaces").await.0, 401, "old tokens stop working");
+    let refused = reqwest::Client::new()
+        .post(format!("{}/v1/oauth/tokens", s.base))
+        .form(&[("grant_type", "client_credentials"), ("client_id", "admin"), ("client_secret", secret)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401, "the old secret stops working");
 }

@@ -28,9 +28,23 @@ enum Command {
         /// The TOML configuration file.
         file: PathBuf,
     },
+    /// Manage the server while it is stopped.
+    #[command(subcommand)]
+    Admin(AdminCommand),
     /// Write, inspect and test backend components (see docs/plugins.md).
     #[command(subcommand)]
     Plugin(PluginCommand),
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Replace the credential of the admin the server minted (no server admin is
+    /// configured): prints the new one and writes it to <data_dir>/admin-credential.
+    /// Tokens issued to the old one stop working.
+    ResetCredential {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -141,6 +155,13 @@ async fn main() -> anyhow::Result<()> {
                 println!("{}: {problem}", file.display());
             }
             std::process::exit(1);
+        }
+        Command::Admin(AdminCommand::ResetCredential { config }) => {
+            init_logging(LogFormat::Text);
+            let (secret, file) = rustberg::server::reset_admin_credential(&load_config(config)?).await?;
+            println!("credential admin:{secret}");
+            println!("(also written to {})", file.display());
+            Ok(())
         }
         Command::Plugin(command) => {
             init_logging(LogFormat::Text);

@@ -9,7 +9,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 
 use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
-use crate::auth::{hash_secret, Authenticator, Directory, Oidc, OidcIdentity, Principal, Role, TokenIssuer};
+use crate::auth::{minted_admin, Authenticator, Directory, Oidc, OidcIdentity, Principal, TokenIssuer};
 use crate::authz::Authorizer;
 use crate::config::CatalogUrl;
 use crate::config::Config;
@@ -45,8 +45,8 @@ async fn server_key(space: &KvStore, name: &str) -> anyhow::Result<[u8; 32]> {
 }
 
 /// Builds the authenticator. Without a configured server admin (and outside the
-/// anonymous mode) it mints one admin credential and prints it, so a server with no
-/// configuration is usable but never open.
+/// anonymous mode) it uses the admin minted at the first start (minting it then), so a
+/// server with no configuration is usable but never open.
 async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authenticator> {
     let auth = &config.auth;
     if auth.anonymous {
@@ -77,21 +77,20 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
         principals.insert(name.clone(), principal);
     }
     if !auth.anonymous && !principals.values().any(|p| p.server_admin) {
-        let mut bytes = [0u8; 24];
-        rand::rng().fill_bytes(&mut bytes);
-        let secret = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes);
-        let admin = Principal {
-            id: String::new(),
-            name: "admin".into(),
-            tenant: "default".into(),
-            role: Role::Admin,
-            server_admin: true,
-            secret_hash: Some(hash_secret(&secret)),
-            oidc: None,
-        };
-        principals.insert(admin.name.clone(), admin);
-        println!("rustberg: no server admin is configured; minted one for this run:");
-        println!("rustberg:   credential admin:{secret}   (PyIceberg: credential=\"admin:{secret}\")");
+        let minted = minted_admin::load_or_mint(host, &config.data_dir()).await?;
+        match &minted.new_secret {
+            Some(secret) => {
+                println!("rustberg: no server admin is configured; minted one (kept across restarts):");
+                println!("rustberg:   credential admin:{secret}   (PyIceberg: credential=\"admin:{secret}\")");
+                println!("rustberg:   also written to {} (readable by you only)", minted.file.display());
+            }
+            None => println!(
+                "rustberg: no server admin is configured; the one minted at the first start is kept \
+                 (its credential: {}; `rustberg admin reset-credential` replaces it)",
+                minted.file.display()
+            ),
+        }
+        principals.insert(minted.principal.name.clone(), minted.principal);
     }
     let oidc = match &auth.oidc {
         Some(oidc) => Some(Oidc::load(oidc).await.context("loading auth.oidc")?),
@@ -102,15 +101,10 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
     Ok(Authenticator::new(Directory::new(principals, host.clone()), issuer, oidc, auth.anonymous))
 }
 
-/// Builds the application state from the configuration.
-pub async fn build(config: &Config) -> anyhow::Result<AppState> {
-    config.check().map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
-    let data_dir = config.data_dir();
-    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
-    println!("rustberg: data directory {}", data_dir.display());
-    // The root catalog and the host's own key space live in one store: a redb file,
-    // or a Postgres database that several stateless hosts may share.
-    let (root_kv, host) = match config.root_catalog()? {
+/// The root catalog's key space and the host's own: both in one store, a redb file or
+/// a Postgres database that several stateless hosts may share.
+async fn open_stores(config: &Config) -> anyhow::Result<(KvStore, KvStore)> {
+    Ok(match config.root_catalog()? {
         CatalogUrl::Redb(path) => {
             println!("rustberg: catalog {}", path.display());
             let store = RedbStore::open(&path)?;
@@ -123,7 +117,26 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
                 .map_err(|e| anyhow::anyhow!("refusing to start: storage.catalog_url: {e}"))?;
             (KvStore::Postgres(store.space(ROOT_SPACE)), KvStore::Postgres(store.space(HOST_SPACE)))
         }
-    };
+    })
+}
+
+/// `rustberg admin reset-credential`: a new secret (and id) for the minted admin, while
+/// the server is stopped (a redb file admits one process). Returns the secret and the
+/// file it was written to.
+pub async fn reset_admin_credential(config: &Config) -> anyhow::Result<(String, std::path::PathBuf)> {
+    let data_dir = config.data_dir();
+    std::fs::create_dir_all(&data_dir)?;
+    let (_, host) = open_stores(config).await.context("opening the catalog (is the server still running?)")?;
+    minted_admin::reset(&host, &data_dir).await
+}
+
+/// Builds the application state from the configuration.
+pub async fn build(config: &Config) -> anyhow::Result<AppState> {
+    config.check().map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    let data_dir = config.data_dir();
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
+    println!("rustberg: data directory {}", data_dir.display());
+    let (root_kv, host) = open_stores(config).await?;
     // One location index for every warehouse: no two tables share files, whichever
     // mount holds them.
     let index = LocationIndex::new(host.clone());

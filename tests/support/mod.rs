@@ -125,11 +125,16 @@ impl Server {
                 Ok(line) => {
                     seen.push_str(&line);
                     seen.push('\n');
-                    if let Some(rest) = line.split("credential ").nth(1) {
-                        credential = rest.split_whitespace().next().map(str::to_string);
+                    if let Some(rest) = line.split("credential admin:").nth(1) {
+                        credential = rest.split_whitespace().next().map(|secret| format!("admin:{secret}"));
                     }
                     if let Some(rest) = line.split("listening on http://").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap().to_string();
+                        // After the first start the minted admin's secret is only in its file.
+                        if credential.is_none() && seen.contains("the one minted at the first start is kept") {
+                            let file = dir.path().join("data").join("admin-credential");
+                            credential = std::fs::read_to_string(file).ok().map(|c| c.trim().to_string());
+                        }
                         let base = format!("http://{addr}");
                         let admin = match &credential {
                             Some(c) => {

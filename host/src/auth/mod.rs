@@ -7,6 +7,7 @@
 //! only) a request without a token acts as an anonymous server admin.
 
 mod directory;
+pub mod minted_admin;
 mod tokens;
 
 use std::collections::HashMap;
