@@ -31,16 +31,13 @@ async fn create(s: &Server, name: &str, id: Option<&str>) -> (u16, String) {
 async fn a_request_id_is_returned_and_carried_by_the_requests_log_lines() {
     let s = misbehaving("");
     let (_, generated) = create(&s, "fine", None).await;
-    assert!(uuid_like(&generated), "a generated id: {generated:?}");
+    let (_, next) = create(&s, "fine2", None).await;
+    assert!(generated.len() > 12 && next.len() > 12 && generated != next, "generated ids: {generated:?} {next:?}");
     let (status, echoed) = create(&s, "trap", Some("trace-me-42")).await;
     assert_eq!((status, echoed.as_str()), (500, "trace-me-42"));
     let log = s.output_once_it_says("the backend trapped");
     let line = log.lines().find(|l| l.contains("the backend trapped")).unwrap();
     assert!(line.contains("trace-me-42"), "the log line carries the request id: {line}");
-}
-
-fn uuid_like(id: &str) -> bool {
-    id.len() == 36 && id.chars().filter(|c| *c == '-').count() == 4
 }
 
 #[tokio::test]
@@ -156,4 +153,68 @@ async fn the_minted_admin_credential_survives_restarts_until_reset() {
         .await
         .unwrap();
     assert_eq!(refused.status().as_u16(), 401, "the old secret stops working");
+}
+
+/// One sample of a Prometheus text exposition: name, labels, value.
+type Sample = (String, Vec<(String, String)>, f64);
+
+/// The samples of a Prometheus text exposition. Panics on a line that is neither a
+/// comment nor a well-formed sample.
+fn samples(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {line}"));
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("not a value: {line}"));
+            let (name, labels) = match series.split_once('{') {
+                Some((name, rest)) => (name, rest.strip_suffix('}').unwrap_or_else(|| panic!("labels: {line}"))),
+                None => (series, ""),
+            };
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'), "name: {line}");
+            let labels = labels
+                .split("\",")
+                .filter(|l| !l.is_empty())
+                .map(|pair| {
+                    let (k, v) = pair.split_once("=\"").unwrap_or_else(|| panic!("label: {line}"));
+                    (k.to_string(), v.trim_end_matches('"').to_string())
+                })
+                .collect();
+            (name.to_string(), labels, value)
+        })
+        .collect()
+}
+
+fn value(all: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    all.iter()
+        .filter(|(n, l, _)| n == name && labels.iter().all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v)))
+        .map(|(_, _, v)| v)
+        .sum()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&format!(
+        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"default\"\n",
+        dir.path().display()
+    ));
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["shop"]})).await.0, 200);
+    assert_eq!(s.get("/namespaces/shop").await.0, 200);
+    assert_eq!(s.get("/namespaces/missing").await.0, 404);
+    assert_eq!(s.get("/namespaces/prod%1Fnothing").await.0, 404);
+    let text = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+    let all = samples(&text);
+    let route = "/v1/catalog/namespaces/{namespace}";
+    let http = "rustberg_http_requests_total";
+    assert_eq!(value(&all, http, &[("route", route), ("method", "GET"), ("status", "200"), ("mount", "root")]), 1.0);
+    assert_eq!(value(&all, http, &[("route", route), ("status", "404"), ("mount", "root")]), 1.0, "{text}");
+    assert_eq!(value(&all, http, &[("route", route), ("status", "404"), ("mount", "prod")]), 1.0, "{text}");
+    assert!(value(&all, "rustberg_http_request_duration_seconds_count", &[("route", route)]) >= 3.0);
+    let calls = "rustberg_backend_call_duration_seconds_count";
+    assert_eq!(value(&all, calls, &[("mount", "root"), ("export", "create_namespace"), ("outcome", "ok")]), 1.0);
+    assert_eq!(value(&all, calls, &[("mount", "prod"), ("export", "load_namespace"), ("outcome", "not_found")]), 1.0);
+    assert!(value(&all, "rustberg_kv_commits_total", &[("store", "redb"), ("outcome", "ok")]) >= 1.0, "{text}");
+    assert!(value(&all, "rustberg_pool_instantiations_total", &[("mount", "root")]) >= 1.0, "{text}");
+    assert!(text.contains("rustberg_pool_idle_instances{mount=\"root\"}"), "{text}");
+    assert!(value(&all, "rustberg_authz_decisions_total", &[("decision", "allowed")]) >= 1.0, "{text}");
 }

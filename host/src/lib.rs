@@ -12,6 +12,7 @@
 //! - `plugins`  the wasmtime runtime, instance pools, host capabilities and the contract
 //! - `authoring` `rustberg plugin`: check a component, scaffold one, run the conformance suite
 //! - `preflight` `rustberg check-config`: what `serve` checks, without serving
+//! - `telemetry` Prometheus metrics, named once
 //! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
@@ -29,3 +30,4 @@ pub mod scan;
 pub mod server;
 pub mod storage;
 pub mod tables;
+pub mod telemetry;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use rand::RngCore;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 
 use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
@@ -133,6 +133,7 @@ pub async fn reset_admin_credential(config: &Config) -> anyhow::Result<(String, 
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     config.check().map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    crate::telemetry::install();
     let data_dir = config.data_dir();
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating data directory {}", data_dir.display()))?;
     println!("rustberg: data directory {}", data_dir.display());
@@ -193,16 +194,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     if settled + left > 0 {
         println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
     }
-    Ok(AppState {
-        mounts,
-        tokens,
-        endpoints,
-        auth,
-        authz,
-        counters: Default::default(),
-        idempotency: Arc::new(Idempotency::new(host)),
-        vendor,
-    })
+    Ok(AppState { mounts, tokens, endpoints, auth, authz, idempotency: Arc::new(Idempotency::new(host)), vendor })
 }
 
 /// Keeps each warehouse from reaching into the warehouses of other mounts nested in it.
@@ -254,7 +246,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let app = api::router(state)
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid));
+        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()));
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
@@ -275,13 +267,35 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The span of one request, carried by every log line it causes: its id (the client's
-/// `X-Request-Id`, or the UUID `SetRequestIdLayer` gave it), method and path.
+/// The span of one request, carried by every log line it causes: its id. (One field:
+/// the span is made for every request, and formatting it is most of its cost.)
 fn request_span(request: &axum::extract::Request) -> tracing::Span {
     let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
-    tracing::error_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
+    tracing::error_span!("request", request_id = id)
+}
+
+/// Request ids for requests that bring none: this process's random prefix and a
+/// counter — unique like a UUID across hosts, without asking the OS for randomness
+/// on every request.
+#[derive(Clone)]
+struct RequestIds {
+    prefix: Arc<str>,
+    next: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl RequestIds {
+    fn new() -> Self {
+        Self { prefix: uuid::Uuid::new_v4().simple().to_string()[..12].into(), next: Default::default() }
+    }
+}
+
+impl MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _: &http::Request<B>) -> Option<RequestId> {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        http::HeaderValue::from_str(&format!("{}-{n:x}", self.prefix)).ok().map(RequestId::new)
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT, saying which.

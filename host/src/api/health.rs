@@ -1,5 +1,5 @@
 //! `/health` (the server and every mount's state), `/ready`, and `/metrics`
-//! (counters in the Prometheus text format).
+//! (the Prometheus text format).
 
 use axum::Json;
 use serde_json::{json, Value};
@@ -32,27 +32,7 @@ pub async fn ready() -> Json<Value> {
     Json(json!({ "status": "ready" }))
 }
 
-/// Counters the server keeps.
-#[derive(Default)]
-pub struct Counters {
-    /// reportMetrics calls received, by report type.
-    reports: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
-}
-
-impl Counters {
-    pub fn count_report(&self, kind: &str) {
-        *self.reports.lock().expect("counters").entry(kind.to_string()).or_default() += 1;
-    }
-}
-
-/// The counters, in the Prometheus text format.
-pub async fn metrics(axum::extract::State(state): State) -> String {
-    let mut out = String::from(
-        "# HELP rustberg_metrics_reports_total Metrics reports received from clients.\n\
-         # TYPE rustberg_metrics_reports_total counter\n",
-    );
-    for (kind, count) in state.counters.reports.lock().expect("counters").iter() {
-        out.push_str(&format!("rustberg_metrics_reports_total{{report_type=\"{kind}\"}} {count}\n"));
-    }
-    out
+/// Every metric, in the Prometheus text format (see `telemetry`).
+pub async fn metrics() -> String {
+    crate::telemetry::render()
 }

@@ -186,6 +186,7 @@ impl Drop for Reservation {
 }
 
 async fn replay(state: &AppState, caller: Option<&Caller>, key: &str, stored: Stored) -> Response {
+    crate::telemetry::idempotent_replay();
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
     if stored.withheld {
         return Error::Conflict(format!(

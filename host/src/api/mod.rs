@@ -13,6 +13,7 @@ mod members;
 mod model;
 mod namespaces;
 mod oauth;
+mod observed;
 mod scan;
 mod tables;
 mod views;
@@ -34,7 +35,6 @@ use crate::paging::PageTokens;
 use crate::storage::vending::Vendor;
 
 pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
-pub use health::Counters;
 
 /// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
 pub const PREFIX: &str = "catalog";
@@ -47,7 +47,6 @@ pub struct AppState {
     pub endpoints: Vec<String>,
     pub auth: Arc<Authenticator>,
     pub authz: Authorizer,
-    pub counters: Counters,
     pub idempotency: Arc<idempotency::Idempotency>,
     /// Storage credentials for the tables of every warehouse the server manages.
     pub vendor: Vendor,
@@ -99,6 +98,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/metrics", get(health::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), observed::observe))
         .fallback(endpoints::fallback)
         .with_state(state)
 }

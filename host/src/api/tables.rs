@@ -239,7 +239,7 @@ pub async fn report_metrics(
         None => return Err(Error::BadRequest("a metrics report needs its report-type".into())),
     };
     tracing::info!(namespace = %raw.replace('\u{1f}', "."), table = %name, kind, %report, "metrics report");
-    state.counters.count_report(kind);
+    crate::telemetry::metrics_report(kind);
     Ok(StatusCode::NO_CONTENT)
 }
 

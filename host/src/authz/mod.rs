@@ -26,6 +26,7 @@ pub use intents::{Effect, Intent};
 use crate::auth::{Principal, Role};
 use crate::error::Error;
 use crate::storage::kv::{Check, KvError, KvStore, Write};
+use crate::telemetry;
 
 /// What a caller may do. Each level includes the ones below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -273,13 +274,19 @@ impl Access {
 
     /// Whether the caller may see `resource` (filters listings).
     pub fn can_read(&self, resource: &Resource) -> Result<bool, Error> {
-        Ok(self.privilege(resource)?.is_some())
+        let visible = self.privilege(resource)?.is_some();
+        if !visible {
+            telemetry::authz_decision("filtered");
+        }
+        Ok(visible)
     }
 
     /// Demands `needed` on `resource`: a caller that cannot read it is told it does
     /// not exist (`absent`), one that can read but not do this gets 403.
     pub fn require(&self, resource: &Resource, needed: Privilege, absent: impl FnOnce() -> Error) -> Result<(), Error> {
-        match self.privilege(resource)? {
+        let held = self.privilege(resource)?;
+        telemetry::authz_decision(if held.is_some_and(|held| held >= needed) { "allowed" } else { "denied" });
+        match held {
             None => Err(absent()),
             Some(held) if held < needed => Err(Error::Forbidden(format!(
                 "{} may not {} {resource}",
@@ -297,8 +304,10 @@ impl Access {
     /// Demands the right to create a root namespace (owned by the caller's tenant).
     pub fn require_create_root(&self) -> Result<(), Error> {
         if self.caller.server_admin || self.caller.role >= Role::Writer {
+            telemetry::authz_decision("allowed");
             Ok(())
         } else {
+            telemetry::authz_decision("denied");
             Err(Error::Forbidden(format!(
                 "{} is a reader in tenant {} and may not create namespaces",
                 self.caller.name, self.caller.tenant

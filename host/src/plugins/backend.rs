@@ -42,7 +42,7 @@ macro_rules! exports {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
-                let started = self.timings.as_ref().map(|_| std::time::Instant::now());
+                let started = std::time::Instant::now();
                 let result = self
                     .pool
                     .call(move |store, bindings| {
@@ -51,8 +51,11 @@ macro_rules! exports {
                     .await
                     .and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
                 self.record(&result);
-                if let (Some(timings), Some(started)) = (&self.timings, started) {
-                    timings.lock().expect("timings").entry(stringify!($name)).or_default().push(started.elapsed());
+                let took = started.elapsed();
+                let outcome = result.as_ref().map_or_else(|e| e.kind.as_label(), |_| "ok");
+                crate::telemetry::backend_call(self.pool.label(), stringify!($name), outcome, took);
+                if let Some(timings) = &self.timings {
+                    timings.lock().expect("timings").entry(stringify!($name)).or_default().push(took);
                 }
                 result
             }

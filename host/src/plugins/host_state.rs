@@ -259,7 +259,12 @@ impl config::Host for HostState {
 impl http::Host for HostState {
     async fn send(&mut self, req: http::Request) -> wasmtime::Result<Result<http::Response, WitError>> {
         Ok(match &self.grants.http {
-            Some(grant) => grant.send(req).await,
+            Some(grant) => {
+                let sent = grant.send(req).await;
+                let status = sent.as_ref().map_or_else(|_| "unavailable".to_string(), |r| r.status.to_string());
+                crate::telemetry::remote_call(&self.grants.label, &status);
+                sent
+            }
             None => Err(WitError::Unsupported(format!("{} grants no outbound HTTP", self.grants.label))),
         })
     }

@@ -49,6 +49,22 @@ pub enum BackendErrorKind {
 }
 
 impl BackendErrorKind {
+    /// The kind as a metric label.
+    pub fn as_label(self) -> &'static str {
+        match self {
+            BackendErrorKind::NotFound => "not_found",
+            BackendErrorKind::AlreadyExists => "already_exists",
+            BackendErrorKind::Conflict => "conflict",
+            BackendErrorKind::Unsupported => "unsupported",
+            BackendErrorKind::Unavailable => "unavailable",
+            BackendErrorKind::BadRequest => "bad_request",
+            BackendErrorKind::Internal => "internal",
+            BackendErrorKind::Trapped => "trapped",
+            BackendErrorKind::TimedOut => "timed_out",
+            BackendErrorKind::OutOfMemory => "out_of_memory",
+        }
+    }
+
     /// Whether a failed change certainly did not apply: the backend said why it
     /// refused. After any other failure (a trap, a timeout, an unreachable store)
     /// the change may have applied, and what the host wrote for it must stay.

@@ -19,6 +19,7 @@ use super::host_state::{Grants, HostState, MeteredLimits};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
+use crate::telemetry;
 
 struct Instance {
     store: Store<HostState>,
@@ -87,6 +88,7 @@ impl InstancePool {
         store.data_mut().deadline = Instant::now() + self.limits.call_timeout();
         store.set_epoch_deadline(1);
         let bindings = self.pre.instantiate_async(&mut store).await?;
+        telemetry::instance_created(&self.grants.label);
         Ok(Instance { store, bindings, calls: 0 })
     }
 
@@ -96,12 +98,21 @@ impl InstancePool {
 
     fn give_back(&self, instance: Instance) {
         if instance.calls >= self.limits.recycle_after_calls {
-            return;
+            return telemetry::instance_discarded(&self.grants.label, "recycled");
         }
         let mut idle = self.idle.lock().expect("pool lock");
         if idle.len() < self.limits.pool_size {
             idle.push(instance);
+        } else {
+            telemetry::instance_discarded(&self.grants.label, "pool_full");
         }
+    }
+
+    /// Reports how many instances are idle and how many are in calls.
+    fn report_state(&self) {
+        let idle = self.idle.lock().expect("pool lock").len();
+        let busy = self.limits.pool_size - self.running.available_permits();
+        telemetry::pool_state(&self.grants.label, idle, busy);
     }
 
     fn failure(&self, kind: BackendErrorKind, message: String) -> BackendError {
@@ -142,7 +153,7 @@ impl InstancePool {
         })
         .await;
         let printed = instance.store.data().output.take();
-        match outcome {
+        let result = match outcome {
             Ok(Ok(value)) => {
                 for line in printed.lines().filter(|l| !l.trim().is_empty()) {
                     tracing::info!(mount = %self.grants.label, "guest: {line}");
@@ -156,7 +167,13 @@ impl InstancePool {
                 BackendErrorKind::TimedOut,
                 format!("the backend did not answer within {} ms", budget.as_millis()),
             )),
+        };
+        if let Err(e) = &result {
+            telemetry::instance_discarded(&self.grants.label, e.kind.as_label());
         }
+        drop(_slot);
+        self.report_state();
+        result
     }
 
     /// Why a call failed. A trap is told to the client in the guest's own words when it

@@ -66,16 +66,24 @@ impl KvStore {
 
     /// Applies every write if every check holds, atomically and durably.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        match self {
+        let (store, result) = match self {
             // A redb commit waits for an fsync: on a blocking thread, not an async worker.
             KvStore::Redb(s) => {
                 let (s, checks, writes) = (s.clone(), checks.to_vec(), writes.to_vec());
-                tokio::task::spawn_blocking(move || s.commit(&checks, &writes))
+                let done = tokio::task::spawn_blocking(move || s.commit(&checks, &writes))
                     .await
-                    .map_err(|e| KvError::Store(format!("the commit did not finish: {e}")))?
+                    .map_err(|e| KvError::Store(format!("the commit did not finish: {e}")));
+                ("redb", done.and_then(|r| r))
             }
-            KvStore::Postgres(s) => s.commit(checks, writes).await,
-        }
+            KvStore::Postgres(s) => ("postgres", s.commit(checks, writes).await),
+        };
+        let outcome = match &result {
+            Ok(()) => "ok",
+            Err(KvError::Conflict) => "conflict",
+            Err(KvError::Store(_)) => "error",
+        };
+        crate::telemetry::kv_commit(store, outcome);
+        result
     }
 }
 

@@ -52,6 +52,20 @@ pub enum Refusal {
     Sts(#[from] super::sts::StsError),
 }
 
+impl Refusal {
+    /// The reason as a metric label.
+    fn as_label(&self) -> &'static str {
+        match self {
+            Refusal::Off => "off",
+            Refusal::NotS3(_) => "not_s3",
+            Refusal::OutsidePrefixes(_) => "outside_prefixes",
+            Refusal::NoReaderKeys(_) => "no_reader_keys",
+            Refusal::Unscoped(_) => "unscoped",
+            Refusal::Sts(_) => "sts",
+        }
+    }
+}
+
 enum Mode {
     Off,
     Sts { sts: Sts, role_arn: String, duration: Duration },
@@ -142,6 +156,15 @@ impl Vendor {
 
     /// Credentials for the table at `location`; `session` names the caller in STS.
     pub async fn vend(&self, location: &Location, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
+        let vended = self.vend_unrecorded(location, access, session).await;
+        match &vended {
+            Ok(_) => crate::telemetry::vend("issued", ""),
+            Err(refusal) => crate::telemetry::vend("refused", refusal.as_label()),
+        }
+        vended
+    }
+
+    async fn vend_unrecorded(&self, location: &Location, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
         if matches!(self.mode, Mode::Off) {
             return Err(Refusal::Off);
         }

@@ -1,0 +1,40 @@
+//! Middleware: every routed request counted and timed by its route template, method,
+//! status and mount (`telemetry::http_request`).
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::State;
+use crate::telemetry;
+
+pub async fn observe(axum::extract::State(state): State, request: Request, next: Next) -> Response {
+    // Cheap clones (an Arc'd template, a standard method): nothing is formatted per request.
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
+    let mount = mount_of(&state, request.uri());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    telemetry::http_request(route, method.as_str(), response.status().as_u16(), mount, started.elapsed());
+    response
+}
+
+/// The mount a request addresses: the first level of its `{namespace}` segment (or of
+/// `?parent=`), `root` when no mount claims it, `-` when it names no namespace.
+fn mount_of<'a>(state: &'a super::AppState, uri: &axum::http::Uri) -> &'a str {
+    let segment = uri
+        .path()
+        .split('/')
+        .skip_while(|s| *s != "namespaces")
+        .nth(1)
+        .map(|raw| percent_encoding::percent_decode_str(raw).decode_utf8_lossy().into_owned());
+    let parent = || {
+        url::form_urlencoded::parse(uri.query()?.as_bytes()).find(|(k, _)| k == "parent").map(|(_, v)| v.into_owned())
+    };
+    let Some(namespace) = segment.or_else(parent) else { return "-" };
+    let first = namespace.split('\u{1f}').next().unwrap_or_default();
+    state.mounts.named().map(|(name, _)| name.as_str()).find(|name| *name == first).unwrap_or("root")
+}
