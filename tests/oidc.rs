@@ -123,3 +123,53 @@ fn an_oidc_subject_without_an_issuer_is_refused_at_start_up() {
     let output = refused.err().expect("refused");
     assert!(output.contains("oidc_subject is set, but there is no [auth.oidc]"), "{output}");
 }
+
+/// The key set is read from an http(s) URL with a timeout, and read again when a token
+/// names a key it does not hold (the issuer rotated its keys) — at most every 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotated_issuer_keys_are_fetched_when_a_token_names_one() {
+    let original = std::fs::read_to_string(fixture("jwks.json")).unwrap();
+    let served = std::sync::Arc::new(std::sync::Mutex::new(original.clone()));
+    let fetches = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (body, count) = (served.clone(), fetches.clone());
+    let app = axum::Router::new().route(
+        "/jwks",
+        axum::routing::get(move || {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let body = body.lock().unwrap().clone();
+            async move { ([("content-type", "application/json")], body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let jwks_url = format!("http://{}/jwks", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let s = Server::start(&format!(
+        "[auth.oidc]\nissuer = \"https://idp.test\"\naudience = \"rustberg\"\njwks = \"{jwks_url}\"\n\
+         [auth.principals.carol]\ntenant = \"acme\"\nrole = \"admin\"\noidc_subject = \"u-carol\"\n"
+    ));
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1, "read once at start-up");
+    let signed_as = |kid: &str| {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(kid.into());
+        let pem = std::fs::read(fixture("private.pem")).unwrap();
+        let claims = claims("u-carol", "https://idp.test", "rustberg", now() + 300);
+        encode(&header, &claims, &EncodingKey::from_ec_pem(&pem).unwrap()).unwrap()
+    };
+    let carol = Api::with_token(&s.base, &signed_as("test-key-1"));
+    assert_eq!(carol.get("/namespaces").await.0, 200);
+
+    // The issuer rotates: the same key under a new id. A token naming it is accepted once
+    // the key set is read again.
+    *served.lock().unwrap() = original.replace("test-key-1", "test-key-2");
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let rotated = Api::with_token(&s.base, &signed_as("test-key-2"));
+    assert_eq!(rotated.get("/namespaces").await.0, 200, "the rotated key is fetched");
+    assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // Made-up key ids do not make the server ask the issuer again and again.
+    for i in 0..5 {
+        let made_up = Api::with_token(&s.base, &signed_as(&format!("nonsense-{i}")));
+        assert_error(&made_up.get("/namespaces").await, 401, "NotAuthorizedException");
+    }
+    assert!(fetches.load(std::sync::atomic::Ordering::SeqCst) <= 3, "at most one more read within 2 s");
+}

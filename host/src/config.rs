@@ -285,8 +285,12 @@ pub struct OidcConfig {
     pub issuer: String,
     /// The `aud` claim tokens must carry.
     pub audience: String,
-    /// The issuer's JSON Web Key Set: a file path or an http(s) URL, read at start-up.
+    /// The issuer's JSON Web Key Set: a file path or an http(s) URL, read at start-up,
+    /// again every `jwks_refresh_secs`, and when a token names a key it does not hold.
     pub jwks: String,
+    /// How long a key set is used before it is read again, in seconds.
+    #[serde(default = "default_jwks_refresh_secs")]
+    pub jwks_refresh_secs: u64,
     /// The claim holding the subject that `oidc_subject` of a principal names (default
     /// `sub`).
     #[serde(default = "default_principal_claim")]
@@ -295,6 +299,10 @@ pub struct OidcConfig {
 
 fn default_principal_claim() -> String {
     "sub".into()
+}
+
+fn default_jwks_refresh_secs() -> u64 {
+    3600
 }
 
 impl Default for AuthConfig {

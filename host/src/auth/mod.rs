@@ -74,7 +74,7 @@ impl Authenticator {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
-        let principal = match self.verify(token)?.bearer {
+        let principal = match self.verify(token).await?.bearer {
             Bearer::Issued { name, id } => {
                 let principal = self
                     .directory
@@ -102,7 +102,7 @@ impl Authenticator {
 
     /// The principal a token names, from memory when it was verified before and has
     /// not expired since.
-    fn verify(&self, token: &str) -> Result<Verified, Error> {
+    async fn verify(&self, token: &str) -> Result<Verified, Error> {
         let now = tokens::now();
         if let Some(verified) = self.verified.lock().expect("token memory").get(token) {
             if now < verified.exp {
@@ -110,7 +110,7 @@ impl Authenticator {
             }
         }
         let verified = match &self.oidc {
-            Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token)?,
+            Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token).await?,
             _ => self.issuer.verify(token)?,
         };
         let mut memory = self.verified.lock().expect("token memory");

@@ -100,27 +100,69 @@ pub struct Oidc {
     issuer: String,
     audience: String,
     claim: String,
-    keys: JwkSet,
+    /// Where the key set comes from: a file path or an http(s) URL.
+    source: String,
+    client: reqwest::Client,
+    refresh_every: Duration,
+    /// The key set, and when it was read.
+    keys: tokio::sync::RwLock<(JwkSet, std::time::Instant)>,
 }
 
+/// How long fetching the key set may take.
+const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
+/// A token naming an unknown key makes the key set be read again, at most this often
+/// (tokens with made-up key ids must not turn the server against the issuer).
+const JWKS_REREAD_AT_MOST_EVERY: Duration = Duration::from_secs(2);
+
 impl Oidc {
-    /// Reads the key set (a file, or an http(s) URL fetched once at start-up).
+    /// Reads the key set (a file, or an http(s) URL) for the first time.
     pub async fn load(config: &OidcConfig) -> anyhow::Result<Self> {
-        let text = if config.jwks.starts_with("http://") || config.jwks.starts_with("https://") {
-            reqwest::get(&config.jwks).await?.error_for_status()?.text().await?
-        } else {
-            std::fs::read_to_string(&config.jwks)
-                .map_err(|e| anyhow::anyhow!("reading the JWKS file {}: {e}", config.jwks))?
-        };
-        let keys: JwkSet = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{} is not a JSON Web Key Set: {e}", config.jwks))?;
-        anyhow::ensure!(!keys.keys.is_empty(), "the JWKS {} holds no key", config.jwks);
-        Ok(Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(JWKS_TIMEOUT)
+            .timeout(JWKS_TIMEOUT)
+            .build()
+            .map_err(|e| anyhow::anyhow!("an http client: {e}"))?;
+        let oidc = Self {
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             claim: config.principal_claim.clone(),
-            keys,
-        })
+            source: config.jwks.clone(),
+            client,
+            refresh_every: Duration::from_secs(config.jwks_refresh_secs),
+            keys: tokio::sync::RwLock::new((JwkSet { keys: vec![] }, std::time::Instant::now())),
+        };
+        let keys = oidc.read_keys().await?;
+        *oidc.keys.write().await = (keys, std::time::Instant::now());
+        Ok(oidc)
+    }
+
+    async fn read_keys(&self) -> anyhow::Result<JwkSet> {
+        let source = &self.source;
+        let text = if source.starts_with("http://") || source.starts_with("https://") {
+            let response =
+                self.client.get(source).send().await.map_err(|e| anyhow::anyhow!("fetching {source}: {e}"))?;
+            response.error_for_status()?.text().await?
+        } else {
+            std::fs::read_to_string(source).map_err(|e| anyhow::anyhow!("reading the JWKS file {source}: {e}"))?
+        };
+        let keys: JwkSet =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source} is not a JSON Web Key Set: {e}"))?;
+        anyhow::ensure!(!keys.keys.is_empty(), "the JWKS {source} holds no key");
+        Ok(keys)
+    }
+
+    /// Reads the key set again if `due` says so (checked under the lock, so concurrent
+    /// callers read it once). A failure keeps the keys held, and is logged.
+    async fn reread_if(&self, due: impl Fn(std::time::Instant) -> bool) {
+        let mut held = self.keys.write().await;
+        if !due(held.1) {
+            return;
+        }
+        held.1 = std::time::Instant::now();
+        match self.read_keys().await {
+            Ok(keys) => held.0 = keys,
+            Err(e) => tracing::warn!("keeping the key set held: cannot read it again: {e:#}"),
+        }
     }
 
     /// The `iss` its tokens carry.
@@ -129,18 +171,22 @@ impl Oidc {
     }
 
     /// The identity a valid token names, and when the token expires.
-    pub fn verify(&self, token: &str) -> Result<Verified, Error> {
+    pub async fn verify(&self, token: &str) -> Result<Verified, Error> {
         let header = decode_header(token).map_err(unauthorized)?;
         if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
             return Err(unauthorized("symmetric algorithms are not accepted from the identity provider"));
         }
-        let jwk = match &header.kid {
-            Some(kid) => self.keys.find(kid),
-            None if self.keys.keys.len() == 1 => self.keys.keys.first(),
-            None => None,
+        let refresh_every = self.refresh_every;
+        if self.keys.read().await.1.elapsed() >= refresh_every {
+            self.reread_if(|read| read.elapsed() >= refresh_every).await;
         }
-        .ok_or_else(|| unauthorized("signed by an unknown key"))?;
-        let key = DecodingKey::from_jwk(jwk).map_err(unauthorized)?;
+        let mut key = self.key_for(&header).await;
+        if key.is_none() {
+            // The issuer may have rotated its keys since they were read.
+            self.reread_if(|read| read.elapsed() >= JWKS_REREAD_AT_MOST_EVERY).await;
+            key = self.key_for(&header).await;
+        }
+        let key = key.ok_or_else(|| unauthorized("signed by an unknown key"))??;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
@@ -151,6 +197,18 @@ impl Oidc {
         let subject = data.claims.get(&self.claim).and_then(|v| v.as_str()).map(str::to_string);
         let subject = subject.ok_or_else(|| unauthorized(format!("no {} claim", self.claim)))?;
         Ok(Verified { bearer: Bearer::Oidc(OidcIdentity { issuer: self.issuer.clone(), subject }), exp })
+    }
+
+    /// The key a token's header names, among the keys held.
+    async fn key_for(&self, header: &Header) -> Option<Result<DecodingKey, Error>> {
+        let held = self.keys.read().await;
+        let keys = &held.0;
+        let jwk = match &header.kid {
+            Some(kid) => keys.find(kid),
+            None if keys.keys.len() == 1 => keys.keys.first(),
+            None => None,
+        }?;
+        Some(DecodingKey::from_jwk(jwk).map_err(unauthorized))
     }
 }
 
