@@ -138,6 +138,21 @@ fn the_conformance_suite_passes_the_native_backend_and_fails_a_broken_one() {
     assert!(out.contains(" 0 failed, 0 skipped"), "{out}");
     assert!(out.contains("commit_table") && out.contains("peak linear memory"), "latency and memory: {out}");
 
+    // Against a configured kv mount: its own store, and a store nobody reaches for the twin.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rustberg.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"acme\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (code, out) = rustberg(&["plugin", "test", "native", "--config", path(&config), "--mount", "prod"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("against mount `prod`") && out.contains(" 0 failed, 0 skipped"), "{out}");
+
     // A backend that says it writes but refuses every write fails, case by case.
     let misbehave = components_dir().join("misbehave.wasm");
     let (code, out) = rustberg(&["plugin", "test", path(&misbehave)]);

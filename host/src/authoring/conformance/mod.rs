@@ -43,6 +43,12 @@ pub async fn run(wasm: Arc<[u8]>, target: Target, config: &Config, out: &mut imp
     )
     .map_err(|e| anyhow!("starting the plugin runtime: {e:#}"))?;
     let scratch = tempfile::tempdir().context("a scratch directory")?;
+    // A key space nobody can reach, for the "unavailable" twin of a kv backend.
+    let lost_store = || -> anyhow::Result<KvStore> {
+        let lost = PgStore::connect_lazy(UNREACHABLE_STORE, Duration::from_millis(250))
+            .map_err(|e| anyhow!("an unreachable store: {e}"))?;
+        Ok(KvStore::Postgres(lost.space("catalog")))
+    };
     let (grants, unreachable_grants, against) = match &target {
         Target::EphemeralKv => {
             let store = RedbStore::open(&scratch.path().join("conformance.redb"))?;
@@ -53,25 +59,34 @@ pub async fn run(wasm: Arc<[u8]>, target: Target, config: &Config, out: &mut imp
                 config: Default::default(),
                 log_budget: Default::default(),
             };
-            let lost = PgStore::connect_lazy(UNREACHABLE_STORE, Duration::from_millis(250))
-                .map_err(|e| anyhow!("an unreachable store: {e}"))?;
-            (
-                kv(KvStore::Redb(store.space("catalog")?)),
-                kv(KvStore::Postgres(lost.space("catalog"))),
-                "an ephemeral key space".to_string(),
-            )
+            (kv(KvStore::Redb(store.space("catalog")?)), kv(lost_store()?), "an ephemeral key space".to_string())
         }
         Target::Mount { name, mount } => {
             let nowhere = CatalogUrl::Redb(scratch.path().join("no-root.redb"));
             let grants = mount_grants(name, mount, &nowhere).await?;
-            let mut lost = (**mount).clone();
-            let mut url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))?;
-            if url.set_host(Some(UNREACHABLE_ORIGIN.0)).is_err() || url.set_port(Some(UNREACHABLE_ORIGIN.1)).is_err() {
-                anyhow::bail!("the \"unavailable\" case needs an http catalog_url, not {}", mount.catalog_url);
-            }
-            lost.catalog_url = url.to_string();
-            lost.http_origins.clear();
-            let lost = mount_grants(name, &lost, &nowhere).await?;
+            let lost = match grants.kv.is_some() {
+                // The same settings over a store nobody can reach.
+                true => Grants {
+                    label: grants.label.clone(),
+                    kv: Some(lost_store()?),
+                    http: None,
+                    config: std::sync::RwLock::new(grants.config.read().expect("mount config").clone()),
+                    log_budget: Default::default(),
+                },
+                // The same mount with its origin on a closed port.
+                false => {
+                    let mut lost = (**mount).clone();
+                    let mut url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))?;
+                    if url.set_host(Some(UNREACHABLE_ORIGIN.0)).is_err()
+                        || url.set_port(Some(UNREACHABLE_ORIGIN.1)).is_err()
+                    {
+                        anyhow::bail!("catalog_url {} is not an http(s) URL", mount.catalog_url);
+                    }
+                    lost.catalog_url = url.to_string();
+                    lost.http_origins.clear();
+                    mount_grants(name, &lost, &nowhere).await?
+                }
+            };
             (grants, lost, format!("mount `{name}` ({})", mount.catalog_url))
         }
     };
