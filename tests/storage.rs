@@ -356,3 +356,40 @@ async fn prefixes_bound_what_is_vended() {
     let log = server.output_once_it_says("outside every prefix");
     assert!(log.contains("outside every prefix"), "{log}");
 }
+
+/// A mount whose warehouse lives in another S3-compatible store (`[mount.<name>.s3]`):
+/// its files go there, not to `[storage.s3]`, and clients are told that store's endpoint
+/// with the credentials vended for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mount_with_its_own_store_writes_and_vends_there() {
+    let other = Moto::start("lake").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mount = format!(
+        "\n[mount.own]\nbackend = \"native\"\ncatalog_url = \"redb://{}/own.redb\"\n\
+         warehouse_location = \"s3://lake/own-warehouse\"\nowner = \"lake\"\n\
+         [mount.own.s3]\nendpoint = \"{}\"\nregion = \"eu-west-1\"\npath_style = true\n\
+         access_key_id = \"AKIAOTHERSTORE\"\nsecret_access_key = \"other-secret\"\n",
+        dir.path().display(),
+        other.url
+    );
+    let (moto, _sts, server, _mount_dir) = lake(|c| c + &mount).await;
+    let writer = server.login("writer", "writer-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["own", "db"]})).await.0, 200);
+    let (status, body) = writer.post("/namespaces/own%1Fdb/tables", json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!other.keys("lake", "own-warehouse/").await.is_empty(), "the metadata is in the mount's store");
+    assert!(moto.keys("lake", "own-warehouse/").await.is_empty(), "and not in [storage.s3]'s");
+
+    let (status, body) = writer.get("/namespaces/own%1Fdb/tables/t/credentials").await;
+    assert_eq!(status, 200, "{body}");
+    let config = &body["storage-credentials"][0]["config"];
+    assert_eq!(config["s3.endpoint"], other.url.as_str(), "{body}");
+    assert_eq!(config["s3.region"], "eu-west-1", "{body}");
+    assert!(config["s3.session-token"].as_str().is_some_and(|t| !t.is_empty()), "STS of that store: {body}");
+
+    // A table of the root catalog is still told the server's store.
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let (_, body) = writer.get("/namespaces/db/tables/t/credentials").await;
+    assert_ne!(body["storage-credentials"][0]["config"]["s3.endpoint"], other.url.as_str(), "{body}");
+}

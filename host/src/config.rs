@@ -65,6 +65,9 @@ pub struct MountConfig {
     /// `[mount.<name>.plugins]`: this mount's own limits, over `[plugins]`.
     #[serde(default)]
     pub plugins: PluginOverrides,
+    /// `[mount.<name>.s3]`: the S3-compatible store of this mount's `s3://` warehouse,
+    /// instead of `[storage.s3]` (its IO, planning and vending).
+    pub s3: Option<S3Config>,
 }
 
 /// A capability a mount grants its component.
@@ -341,8 +344,9 @@ pub struct StorageConfig {
     pub vending: VendingConfig,
 }
 
-/// `[storage.s3]`: the S3-compatible store behind every `s3://` warehouse (the root's and
-/// each mount's). Keys missing here come from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
+/// `[storage.s3]`: the S3-compatible store behind every `s3://` warehouse (the root's, and
+/// each mount's that has no `[mount.<name>.s3]`). Keys missing here come from
+/// `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct S3Config {

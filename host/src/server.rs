@@ -186,7 +186,14 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts);
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
-    let vendor = Vendor::new(config, warehouses).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    // Mounts whose warehouse lives in a store of its own ([mount.<name>.s3]).
+    let own_stores: Vec<_> = mounts
+        .named()
+        .filter_map(|(name, mount)| {
+            Some((mount.warehouse.as_ref()?.root().clone(), config.mounts.get(name)?.s3.clone()?))
+        })
+        .collect();
+    let vendor = Vendor::new(config, warehouses, &own_stores).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     let authz = Authorizer::load(host.clone(), mount_owners).await?;
     // Before anybody is served: a crash may have cut a change short.
     let shared = matches!(host, KvStore::Postgres(_));

@@ -153,7 +153,7 @@ async fn open_one(
         Some(location) => {
             let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
             Some(
-                Warehouse::open(&root, &config.storage.s3, index.clone())
+                Warehouse::open(&root, mount.s3.as_ref().unwrap_or(&config.storage.s3), index.clone())
                     .map_err(|e| anyhow!("warehouse_location: {e}"))?,
             )
         }

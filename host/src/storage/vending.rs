@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::location::{Location, Scheme};
 use super::sts::Sts;
-use crate::config::{Config, VendingMode};
+use crate::config::{Config, S3Config, VendingMode};
 
 /// What the credentials may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +68,44 @@ impl Refusal {
 
 enum Mode {
     Off,
-    Sts { sts: Sts, role_arn: String, duration: Duration },
+    Sts { role_arn: String, duration: Duration },
     Static(Vec<StaticKeys>),
+}
+
+/// An S3-compatible store warehouses live in: how clients reach it, and its STS.
+struct ObjectStore {
+    /// The warehouse it serves (`None`: every location no other store claims).
+    root: Option<Location>,
+    /// How a client reaches the store (endpoint, region, addressing).
+    client_config: Vec<(String, String)>,
+    /// AssumeRole for this store, signed with its keys (mode `sts`).
+    sts: Option<Sts>,
+}
+
+impl ObjectStore {
+    fn new(root: Option<Location>, s3: &S3Config, sts_endpoint: Option<&String>, sts: bool) -> Result<Self, String> {
+        let mut client_config =
+            vec![("s3.region".to_string(), s3.region.clone()), ("client.region".into(), s3.region.clone())];
+        if let Some(endpoint) = &s3.endpoint {
+            client_config.push(("s3.endpoint".into(), endpoint.clone()));
+        }
+        if s3.path_style {
+            client_config.push(("s3.path-style-access".into(), "true".into()));
+        }
+        let sts = match sts {
+            false => None,
+            true => {
+                let (id, secret) =
+                    s3.keys().ok_or("mode = \"sts\" signs AssumeRole with the store's keys; none are set")?;
+                let endpoint = sts_endpoint
+                    .cloned()
+                    .or_else(|| s3.endpoint.clone())
+                    .unwrap_or_else(|| format!("https://sts.{}.amazonaws.com", s3.region));
+                Some(Sts::new(endpoint, s3.region.clone(), id, secret))
+            }
+        };
+        Ok(Self { root, client_config, sts })
+    }
 }
 
 /// Static keys the store confines to `prefix`.
@@ -83,32 +119,27 @@ struct StaticKeys {
 pub struct Vendor {
     mode: Mode,
     prefixes: Vec<Location>,
-    /// How a client reaches the store (endpoint, region, addressing).
-    client_config: Vec<(String, String)>,
+    /// The stores: mounts' own (`[mount.<name>.s3]`) first, `[storage.s3]` last.
+    stores: Vec<ObjectStore>,
 }
 
 impl Vendor {
     /// Builds the vendor; `warehouses` are the roots the server manages, the default
     /// prefixes. A configuration that cannot work is refused at start-up.
-    pub fn new<'a>(config: &Config, warehouses: impl Iterator<Item = &'a Location>) -> Result<Self, String> {
-        let s3 = &config.storage.s3;
+    pub fn new<'a>(
+        config: &Config,
+        warehouses: impl Iterator<Item = &'a Location>,
+        own_stores: &[(Location, S3Config)],
+    ) -> Result<Self, String> {
         let v = &config.storage.vending;
         let mode = match v.mode {
             VendingMode::None => Mode::Off,
             VendingMode::Sts => {
                 let role_arn = v.role_arn.clone().ok_or("storage.vending.role_arn is required for mode = \"sts\"")?;
-                let (id, secret) =
-                    s3.keys().ok_or("mode = \"sts\" signs AssumeRole with the [storage.s3] keys; none are set")?;
-                let endpoint = v
-                    .sts_endpoint
-                    .clone()
-                    .or_else(|| s3.endpoint.clone())
-                    .unwrap_or_else(|| format!("https://sts.{}.amazonaws.com", s3.region));
                 if !(900..=43_200).contains(&v.duration_secs) {
                     return Err("storage.vending.duration_secs must be between 900 and 43200".into());
                 }
-                let sts = Sts::new(endpoint, s3.region.clone(), id, secret);
-                Mode::Sts { sts, role_arn, duration: Duration::from_secs(v.duration_secs) }
+                Mode::Sts { role_arn, duration: Duration::from_secs(v.duration_secs) }
             }
             VendingMode::Static => {
                 if v.static_keys.is_empty() {
@@ -143,15 +174,24 @@ impl Vendor {
                 .collect::<Result<_, String>>()?,
             None => warehouses.cloned().collect(),
         };
-        let mut client_config =
-            vec![("s3.region".to_string(), s3.region.clone()), ("client.region".into(), s3.region.clone())];
-        if let Some(endpoint) = &s3.endpoint {
-            client_config.push(("s3.endpoint".into(), endpoint.clone()));
-        }
-        if s3.path_style {
-            client_config.push(("s3.path-style-access".into(), "true".into()));
-        }
-        Ok(Self { mode, prefixes, client_config })
+        let sts = matches!(mode, Mode::Sts { .. });
+        let mut stores = own_stores
+            .iter()
+            .map(|(root, s3)| {
+                ObjectStore::new(Some(root.clone()), s3, None, sts).map_err(|e| format!("the store of {root}: {e}"))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        stores.push(ObjectStore::new(None, &config.storage.s3, v.sts_endpoint.as_ref(), sts)?);
+        Ok(Self { mode, prefixes, stores })
+    }
+
+    /// The store a location lives in: the mount's own whose warehouse holds it, else the
+    /// server's.
+    fn store_of(&self, location: &Location) -> &ObjectStore {
+        self.stores
+            .iter()
+            .find(|s| s.root.as_ref().is_none_or(|root| location.is_within(root)))
+            .expect("the server's store claims every location")
     }
 
     /// Credentials for the table at `location`; `session` names the caller in STS.
@@ -189,7 +229,8 @@ impl Vendor {
                 .ok_or_else(|| Refusal::NoReaderKeys(location.to_string()))?;
                 vec![("s3.access-key-id".to_string(), id), ("s3.secret-access-key".to_string(), secret)]
             }
-            Mode::Sts { sts, role_arn, duration } => {
+            Mode::Sts { role_arn, duration } => {
+                let sts = self.store_of(location).sts.as_ref().expect("every store has an STS in mode sts");
                 let policy = session_policy(location, access).to_string();
                 let c = sts.assume_role(role_arn, &session_name(session), &policy, *duration).await?;
                 let mut keys = vec![
@@ -204,7 +245,7 @@ impl Vendor {
             }
         };
         let mut config = keys;
-        config.extend(self.client_config.iter().cloned());
+        config.extend(self.store_of(location).client_config.iter().cloned());
         Ok(Vended { prefix: location.to_string(), config })
     }
 }
