@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use sqlx::Connection;
 
-use crate::config::{warehouse_url, CatalogUrl, Config, MountGrant};
+use crate::config::{warehouse_url, CatalogUrl, Config};
 use crate::mounts::{check_name, http_grant};
-use crate::plugins::contract::{self, Granted};
+use crate::plugins::contract::Granted;
 use crate::plugins::{builtin, Runtime};
 
 /// How long reaching a database may take.
@@ -59,8 +59,7 @@ pub async fn check(path: &Path) -> Vec<String> {
         if let Some(location) = &mount.warehouse_location {
             found.extend(warehouse_url(location).err().map(|e| format!("warehouse_location: {e}")));
         }
-        let grants = mount.grants();
-        let granted = Granted { kv: grants.contains(&MountGrant::Kv), http: grants.contains(&MountGrant::Http) };
+        let granted = Granted::from(mount.grants().as_slice());
         if granted.kv {
             match CatalogUrl::parse(&mount.catalog_url) {
                 Ok(url) if root.as_ref().is_ok_and(|root| *root == url) => {
@@ -99,10 +98,5 @@ async fn reachable(url: &CatalogUrl) -> Result<(), String> {
 
 /// Compiles a component and checks its imports and exports against what is granted.
 async fn component(runtime: &Runtime, backend: &str, granted: Granted) -> Result<(), String> {
-    let wasm = builtin::component(backend)?;
-    let compiled = runtime.compile(wasm, backend).await?;
-    let ty = compiled.component_type();
-    let imports: Vec<String> = ty.imports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
-    let exports: Vec<String> = ty.exports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
-    contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)
+    runtime.check(builtin::component(backend)?, backend, granted).await.map(drop)
 }

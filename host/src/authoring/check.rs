@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::anyhow;
 use sha2::{Digest, Sha256};
 
-use crate::config::{Config, MountGrant};
+use crate::config::Config;
 use crate::plugins::contract::{self, Granted, HOST_VERSION};
 use crate::plugins::{builtin, Runtime};
 
@@ -22,8 +22,7 @@ pub async fn check(
     let granted = match mount {
         Some(name) => {
             let mount = config.mounts.get(name).ok_or_else(|| anyhow!("the configuration has no [mount.{name}]"))?;
-            let grants = mount.grants();
-            Some(Granted { kv: grants.contains(&MountGrant::Kv), http: grants.contains(&MountGrant::Http) })
+            Some(Granted::from(mount.grants().as_slice()))
         }
         None => None,
     };
@@ -34,9 +33,7 @@ pub async fn check(
     )
     .map_err(|e| anyhow!("starting the plugin runtime: {e:#}"))?;
     let compiled = runtime.compile(wasm.clone(), component).await.map_err(|e| anyhow!(e))?;
-    let ty = compiled.component_type();
-    let imports: Vec<String> = ty.imports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
-    let exports: Vec<String> = ty.exports(runtime.engine()).map(|(n, _)| n.to_string()).collect();
+    let (imports, exports) = runtime.interface(&compiled);
 
     let digest = Sha256::digest(&wasm);
     writeln!(out, "component  {component} ({} bytes, sha256 {:x})", wasm.len(), digest)?;

@@ -6,6 +6,8 @@
 use std::fmt;
 use std::sync::LazyLock;
 
+use crate::config::MountGrant;
+
 /// The WIT package this host implements, as built into it.
 const WIT: &str = include_str!("../../../wit/catalog.wit");
 const PACKAGE: &str = "rustberg:catalog";
@@ -58,6 +60,13 @@ pub static HOST_VERSION: LazyLock<Version> = LazyLock::new(|| {
 pub struct Granted {
     pub kv: bool,
     pub http: bool,
+}
+
+impl From<&[MountGrant]> for Granted {
+    /// What a mount's `grants` give.
+    fn from(grants: &[MountGrant]) -> Self {
+        Self { kv: grants.contains(&MountGrant::Kv), http: grants.contains(&MountGrant::Http) }
+    }
 }
 
 impl Granted {

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
 use super::component_cache::ComponentCache;
-use super::contract;
+use super::contract::{self, Granted};
 use super::host_state::{Grants, HostState};
 use super::pool::InstancePool;
 use super::{BackendError, BackendErrorKind};
@@ -88,11 +88,6 @@ impl Runtime {
         Ok(Self { engine, linker: Arc::new(linker), cache })
     }
 
-    /// The engine components are compiled for.
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
     /// Compiles a component, or loads it from the cache.
     pub async fn compile(&self, wasm: Arc<[u8]>, label: &str) -> Result<wasmtime::component::Component, String> {
         let cache = self.cache.clone();
@@ -101,6 +96,23 @@ impl Runtime {
             .await
             .map_err(|e| format!("compiling the component: {e}"))?
             .map_err(|e| format!("compiling the component: {e:#}"))
+    }
+
+    /// The names a compiled component imports and exports.
+    pub fn interface(&self, component: &Component) -> (Vec<String>, Vec<String>) {
+        let ty = component.component_type();
+        let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        (imports, exports)
+    }
+
+    /// Compiles (or loads from the cache) a component and checks its imports and exports
+    /// against the contract and what is granted: what `load` checks, without loading.
+    pub async fn check(&self, wasm: Arc<[u8]>, label: &str, granted: Granted) -> Result<Component, String> {
+        let component = self.compile(wasm, label).await?;
+        let (imports, exports) = self.interface(&component);
+        contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
+        Ok(component)
     }
 
     /// Compiles (or loads from the cache) a component, checks its imports and exports
@@ -113,13 +125,7 @@ impl Runtime {
     ) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
-        let component = self.compile(wasm, &label).await.map_err(fail)?;
-
-        let ty = component.component_type();
-        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), grants.granted())
-            .map_err(fail)?;
+        let component = self.check(wasm, &label, grants.granted()).await.map_err(fail)?;
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
