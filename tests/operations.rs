@@ -202,8 +202,15 @@ async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     assert_eq!(s.get("/namespaces/shop").await.0, 200);
     assert_eq!(s.get("/namespaces/missing").await.0, 404);
     assert_eq!(s.get("/namespaces/prod%1Fnothing").await.0, 404);
+    // Methods a client makes up share one label: they cannot grow the series without bound.
+    for method in ["FOOA", "FOOB"] {
+        let made_up = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        s.client.request(made_up, format!("{}/v1/config", s.base)).send().await.unwrap();
+    }
     let text = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
     let all = samples(&text);
+    assert!(!text.contains("FOOA") && !text.contains("FOOB"), "{text}");
+    assert_eq!(value(&all, "rustberg_http_requests_total", &[("route", "/v1/config"), ("method", "other")]), 2.0);
     let route = "/v1/catalog/namespaces/{namespace}";
     let http = "rustberg_http_requests_total";
     assert_eq!(value(&all, http, &[("route", route), ("method", "GET"), ("status", "200"), ("mount", "root")]), 1.0);

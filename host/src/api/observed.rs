@@ -13,13 +13,21 @@ use crate::telemetry;
 pub async fn observe(axum::extract::State(state): State, request: Request, next: Next) -> Response {
     // Cheap clones (an Arc'd template, a standard method): nothing is formatted per request.
     let route = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
+    let method = method_label(request.method());
     let mount = mount_of(&state, request.uri());
     let started = Instant::now();
     let response = next.run(request).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    telemetry::http_request(route, method.as_str(), response.status().as_u16(), mount, started.elapsed());
+    telemetry::http_request(route, method, response.status().as_u16(), mount, started.elapsed());
     response
+}
+
+/// The method as a label: a client may send any token as a method, and each would be
+/// a series of its own kept forever, so the ones HTTP defines name themselves and every
+/// other is `other`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    const DEFINED: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];
+    DEFINED.iter().find(|m| **m == method.as_str()).copied().unwrap_or("other")
 }
 
 /// The mount a request addresses: the first level of its `{namespace}` segment (or of
