@@ -6,7 +6,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{LazyLock, OnceLock, RwLock};
 use std::time::Duration;
 
-use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
+use metrics::{counter, gauge, histogram, Counter, Histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 /// Handles of the series on the hot paths (every request, every backend call), by a
@@ -34,7 +34,6 @@ impl<T> Handles<T> {
 
 static HTTP: Handles<(Counter, Histogram)> = Handles::new();
 static BACKEND_CALLS: Handles<Histogram> = Handles::new();
-static POOLS: Handles<(Gauge, Gauge)> = Handles::new();
 
 /// Latency buckets, in seconds: from a warm in-memory load to a slow remote.
 const BUCKETS: &[f64] =
@@ -129,18 +128,10 @@ pub fn instance_discarded(mount: &str, reason: &'static str) {
     counter!("rustberg_pool_discards_total", "mount" => mount_label(mount), "reason" => reason).increment(1);
 }
 
-/// A mount's instances now: idle in the pool, and busy in calls.
+/// A mount's instances at a scrape: idle in the pool, and busy in calls.
 pub fn pool_state(mount: &str, idle: usize, busy: usize) {
-    let make = || {
-        (
-            gauge!("rustberg_pool_idle_instances", "mount" => mount_label(mount)),
-            gauge!("rustberg_pool_busy_instances", "mount" => mount_label(mount)),
-        )
-    };
-    POOLS.with(&[mount], make, |(idle_now, busy_now)| {
-        idle_now.set(idle as f64);
-        busy_now.set(busy as f64);
-    });
+    gauge!("rustberg_pool_idle_instances", "mount" => mount_label(mount)).set(idle as f64);
+    gauge!("rustberg_pool_busy_instances", "mount" => mount_label(mount)).set(busy as f64);
 }
 
 /// A kv commit: the store kind and whether it applied (`ok`, `conflict`, `error`).

@@ -32,7 +32,12 @@ pub async fn ready() -> Json<Value> {
     Json(json!({ "status": "ready" }))
 }
 
-/// Every metric, in the Prometheus text format (see `telemetry`).
-pub async fn metrics() -> String {
+/// Every metric, in the Prometheus text format (see `telemetry`). The pools' gauges are
+/// read now, at the scrape, rather than kept up to date on every backend call.
+pub async fn metrics(axum::extract::State(state): State) -> String {
+    for mount in state.mounts.all() {
+        let (idle, busy) = mount.backend.occupancy();
+        crate::telemetry::pool_state(mount.backend.label(), idle, busy);
+    }
     crate::telemetry::render()
 }

@@ -87,6 +87,11 @@ impl Backend {
         self.timings.as_ref().map(|t| t.lock().expect("timings").clone()).unwrap_or_default()
     }
 
+    /// How many of its instances are idle, and how many calls are running.
+    pub fn occupancy(&self) -> (usize, usize) {
+        self.pool.occupancy()
+    }
+
     /// The most linear memory any instance of this backend has held.
     pub fn peak_memory_bytes(&self) -> usize {
         self.pool.peak_memory_bytes()

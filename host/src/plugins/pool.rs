@@ -108,11 +108,10 @@ impl InstancePool {
         }
     }
 
-    /// Reports how many instances are idle and how many are in calls.
-    fn report_state(&self) {
+    /// How many instances are idle, and how many calls are running.
+    pub fn occupancy(&self) -> (usize, usize) {
         let idle = self.idle.lock().expect("pool lock").len();
-        let busy = self.limits.pool_size - self.running.available_permits();
-        telemetry::pool_state(&self.grants.label, idle, busy);
+        (idle, self.limits.pool_size - self.running.available_permits())
     }
 
     fn failure(&self, kind: BackendErrorKind, message: String) -> BackendError {
@@ -171,8 +170,6 @@ impl InstancePool {
         if let Err(e) = &result {
             telemetry::instance_discarded(&self.grants.label, e.kind.as_label());
         }
-        drop(_slot);
-        self.report_state();
         result
     }
 
