@@ -225,3 +225,108 @@ async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     assert!(text.contains("rustberg_pool_idle_instances{mount=\"root\"}"), "{text}");
     assert!(value(&all, "rustberg_authz_decisions_total", &[("decision", "allowed")]) >= 1.0, "{text}");
 }
+
+/// Every line of the audit file, parsed.
+fn audit_lines(file: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+/// The one audit line of request `id`, demanding `action`.
+fn audited<'a>(lines: &'a [Value], id: &str, action: &str) -> &'a Value {
+    let found: Vec<_> = lines.iter().filter(|l| l["request_id"] == id && l["action"] == action).collect();
+    assert_eq!(found.len(), 1, "one {action} line for {id} in {lines:#?}");
+    found[0]
+}
+
+/// The caller's principal id.
+async fn whoami(api: &Api) -> String {
+    api.send(reqwest::Method::GET, "/management/v1/whoami", None).await.1["id"].as_str().unwrap().to_string()
+}
+
+/// Sends `method path` (under the catalog prefix, or a `/management` path) as `api`
+/// with `X-Request-Id: id`; the status.
+async fn send_as(api: &Api, id: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> u16 {
+    let url = match path.starts_with("/management/") {
+        true => format!("{}{path}", api.base),
+        false => api.url(path),
+    };
+    let mut request = api.client.request(method, url).header("X-Request-Id", id);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+/// Each decision that changes something is one audit line naming who (principal id
+/// and tenant), the request (id, method, route template), the resource and mount,
+/// the decision, and the rule that decided: the owner tenant's role, a grant by id,
+/// a server admin — or, for a refusal, what the caller held. Reads are not recorded.
+#[tokio::test]
+async fn decisions_that_change_something_are_audited_with_the_rule_that_decided() {
+    let logs = tempfile::tempdir().unwrap();
+    let file = logs.path().join("audit").join("audit.jsonl");
+    let mut toml = format!("[audit]\nfile = \"{}\"\n", file.display());
+    for (name, tenant, role) in [("alice", "acme", "writer"), ("rita", "acme", "reader"), ("eve", "evil", "writer")] {
+        let hash = support::hash_secret(&format!("{name}-secret"));
+        toml +=
+            &format!("[auth.principals.{name}]\ntenant = \"{tenant}\"\nrole = \"{role}\"\nsecret_hash = \"{hash}\"\n");
+    }
+    let s = Server::start(&toml);
+    let [alice, rita, eve] = ["alice", "rita", "eve"].map(|n| s.login(n, &format!("{n}-secret")));
+    let table = "/namespaces/shop/tables/orders";
+    let schema = support::schema();
+    use reqwest::Method as M;
+    assert_eq!(send_as(&alice, "a-1", M::POST, "/namespaces", Some(json!({"namespace": ["shop"]}))).await, 200);
+    let create = json!({"name": "orders", "schema": schema});
+    assert_eq!(send_as(&alice, "a-2", M::POST, "/namespaces/shop/tables", Some(create)).await, 200);
+    assert_eq!(send_as(&alice, "a-3", M::GET, table, None).await, 200);
+    assert_eq!(send_as(&eve, "e-1", M::DELETE, table, None).await, 404);
+    assert_eq!(send_as(&rita, "r-1", M::DELETE, table, None).await, 403);
+    let grant = json!({"namespace": ["shop"], "table": "orders", "privilege": "write", "principal": "eve"});
+    assert_eq!(send_as(&s, "g-1", M::POST, "/management/v1/grants", Some(grant)).await, 201);
+    let (_, grants) = s.send(M::GET, "/management/v1/grants", None).await;
+    let grant_id = grants["grants"][0]["id"].as_str().unwrap().to_string();
+    let (_, loaded) = eve.get(table).await;
+    let commit = support::append_request(&loaded["metadata"], 7);
+    assert_eq!(send_as(&eve, "e-2", M::POST, table, Some(commit)).await, 200);
+    assert_eq!(send_as(&eve, "e-3", M::POST, "/management/v1/tenants", Some(json!({"name": "x"}))).await, 403);
+
+    let lines = audit_lines(&file);
+    let (alice_id, eve_id) = (whoami(&alice).await, whoami(&eve).await);
+
+    let created = audited(&lines, "a-1", "create-namespace");
+    assert_eq!(created["principal"], alice_id.as_str());
+    assert_eq!(created["principal_name"], "alice");
+    assert_eq!(created["tenant"], "acme");
+    assert_eq!(created["method"], "POST");
+    assert_eq!(created["route"], "/v1/catalog/namespaces");
+    assert_eq!(created["resource"], "namespace shop");
+    assert_eq!(created["mount"], "root");
+    assert_eq!(created["decision"], "allowed");
+    assert_eq!(created["rule"], json!({"kind": "tenant-role", "tenant": "acme", "role": "writer"}));
+    assert!(created["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{created}");
+
+    let table_created = audited(&lines, "a-2", "write");
+    assert_eq!(table_created["resource"], "namespace shop");
+    assert_eq!(table_created["rule"], json!({"kind": "owner", "tenant": "acme", "role": "writer"}));
+    assert!(lines.iter().all(|l| l["request_id"] != "a-3"), "a read is not recorded by default");
+
+    let intruder = audited(&lines, "e-1", "write");
+    assert_eq!((&intruder["decision"], &intruder["rule"]), (&json!("denied"), &Value::Null), "{intruder}");
+    assert_eq!((&intruder["tenant"], &intruder["resource"]), (&json!("evil"), &json!("table shop.orders")));
+    assert_eq!(intruder["route"], "/v1/catalog/namespaces/{namespace}/tables/{table}");
+    let reader = audited(&lines, "r-1", "write");
+    assert_eq!(reader["decision"], "denied");
+    assert_eq!(reader["rule"], json!({"kind": "owner", "tenant": "acme", "role": "reader"}), "what the reader held");
+
+    let granted = audited(&lines, "g-1", "manage");
+    assert_eq!((&granted["decision"], &granted["rule"]), (&json!("allowed"), &json!({"kind": "server-admin"})));
+    let by_grant = audited(&lines, "e-2", "write");
+    assert_eq!(by_grant["principal"], eve_id.as_str());
+    assert_eq!(by_grant["decision"], "allowed");
+    assert_eq!(by_grant["rule"], json!({"kind": "grant", "grant": grant_id}));
+    let not_admin = audited(&lines, "e-3", "server-admin");
+    assert_eq!((&not_admin["decision"], &not_admin["resource"]), (&json!("denied"), &json!("create tenant x")));
+    assert_eq!(not_admin["mount"], Value::Null);
+}

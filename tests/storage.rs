@@ -393,3 +393,63 @@ async fn a_mount_with_its_own_store_writes_and_vends_there() {
     let (_, body) = writer.get("/namespaces/db/tables/t/credentials").await;
     assert_ne!(body["storage-credentials"][0]["config"]["s3.endpoint"], other.url.as_str(), "{body}");
 }
+
+/// A vend is audited by default: who, which table, the scope issued (prefix and
+/// access) and the rule that gave that access — never a key or token; a refused vend
+/// says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn vends_are_audited_with_their_scope_and_never_a_secret() {
+    let logs = tempfile::tempdir().unwrap();
+    let file = logs.path().join("audit.jsonl");
+    let audit = format!("\n[audit]\nfile = \"{}\"\n", file.display());
+    let edit = |c: String| {
+        c.replace("[storage.vending]", &format!("{audit}[storage.vending]"))
+            .replace("mode = \"sts\"", "mode = \"sts\"\nprefixes = [\"s3://lake/warehouse\"]")
+    };
+    let (_moto, _sts, server, _mount_dir) = lake(edit).await;
+    let writer = server.login("writer", "writer-secret");
+    let reader = server.login("reader", "reader-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let (status, loaded) = vended(&writer, reqwest::Method::GET, "/namespaces/db/tables/t", None).await;
+    assert_eq!(status, 200, "{loaded}");
+    let (status, credentials) = reader.get("/namespaces/db/tables/t/credentials").await;
+    assert_eq!(status, 200, "{credentials}");
+    let secrets: Vec<String> =
+        [&loaded["storage-credentials"][0]["config"], &credentials["storage-credentials"][0]["config"]]
+            .iter()
+            .flat_map(|c| ["s3.secret-access-key", "s3.session-token"].map(|k| c[k].as_str().unwrap().to_string()))
+            .collect();
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    for secret in &secrets {
+        assert!(!text.contains(secret.as_str()), "a vended secret is in the audit log:\n{text}");
+    }
+    let vends: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|l| l["action"] == "vend").collect();
+    assert_eq!(vends.len(), 2, "{text}");
+    let location = loaded["metadata"]["location"].as_str().unwrap();
+    assert!(location.starts_with("s3://lake/warehouse/db/t-"), "{location}");
+    assert_eq!(vends[0]["principal_name"], "writer");
+    assert_eq!(vends[0]["resource"], "table db.t");
+    assert_eq!(vends[0]["route"], "/v1/catalog/namespaces/{namespace}/tables/{table}");
+    assert_eq!(vends[0]["decision"], "allowed");
+    assert_eq!(vends[0]["vend"], json!({"issued": {"prefix": location, "access": "read-write"}}));
+    assert_eq!(vends[0]["rule"], json!({"kind": "owner", "tenant": "lake", "role": "writer"}));
+    assert_eq!(vends[1]["principal_name"], "reader");
+    assert_eq!(vends[1]["route"], "/v1/catalog/namespaces/{namespace}/tables/{table}/credentials");
+    assert_eq!(vends[1]["vend"], json!({"issued": {"prefix": location, "access": "read"}}));
+    assert!(vends[1]["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{}", vends[1]);
+
+    // Outside every vending prefix: refused, and the line says why.
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["side", "ns"]})).await.0, 200);
+    let table = Some(json!({"name": "t", "schema": schema()}));
+    let (status, outside) = vended(&writer, reqwest::Method::POST, "/namespaces/side%1Fns/tables", table).await;
+    assert_eq!(status, 200, "{outside}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let refused: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!((&refused["action"], &refused["decision"]), (&json!("vend"), &json!("denied")), "{refused}");
+    assert_eq!((&refused["mount"], &refused["resource"]), (&json!("side"), &json!("table side.ns.t")));
+    let reason = refused["vend"]["refused"]["reason"].as_str().unwrap();
+    assert!(reason.contains("outside every prefix"), "{refused}");
+}

@@ -18,6 +18,8 @@ pub struct Config {
     pub component_cache: ComponentCacheConfig,
     /// `[log]`: how log lines are written.
     pub log: LogConfig,
+    /// `[audit]`: the audit log of authorization decisions.
+    pub audit: AuditConfig,
     pub auth: AuthConfig,
     /// `[mount.<name>]`: catalogs mounted under top-level names.
     #[serde(rename = "mount")]
@@ -210,6 +212,24 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line, with the fields of the request's span (its request id).
     Json,
+}
+
+/// `[audit]`: one JSON line per authorization decision that changes something or
+/// vends credentials (`crate::audit`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    pub enabled: bool,
+    /// Appended to; default: stdout.
+    pub file: Option<PathBuf>,
+    /// Also record decisions that only read (loads, the parent of a listing).
+    pub reads: bool,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { enabled: true, file: None, reads: false }
+    }
 }
 
 /// `[component_cache]`: compiled components, one file per component content and
@@ -612,6 +632,15 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scale-out example's configuration stays one `serve` accepts.
+    #[test]
+    fn the_scale_out_example_is_a_valid_configuration() {
+        let config: Config = toml::from_str(include_str!("../../deploy/rustberg.toml")).unwrap();
+        config.check().unwrap();
+        assert!(matches!(config.root_catalog(), Ok(CatalogUrl::Postgres(_))));
+        assert!(config.audit.enabled && config.audit.file.is_some());
+    }
 
     #[test]
     fn contradictions_are_all_listed() {

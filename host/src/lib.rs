@@ -2,6 +2,7 @@
 //! WebAssembly components.
 //!
 //! - `api`      Iceberg REST routes, the management API and the error model
+//! - `audit`    one record per authorization decision that changes something or vends
 //! - `auth`     who is calling: bearer tokens, client credentials, OIDC
 //! - `authz`    who may do what: owners, roles, grants
 //! - `mounts`   which backend and warehouse serve a namespace
@@ -16,6 +17,7 @@
 //! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod authoring;
 pub mod authz;

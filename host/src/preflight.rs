@@ -46,6 +46,9 @@ pub async fn check(path: &Path) -> Vec<String> {
     if let Err(e) = config.warehouse().map_err(|e| e.to_string()) {
         problems.push(format!("storage.warehouse_location: {e}"));
     }
+    if let Some(file) = config.audit.file.as_ref().filter(|_| config.audit.enabled) {
+        problems.extend(appendable(file).err().map(|e| format!("audit.file: {}: {e}", file.display())));
+    }
     let backend = config.storage.backend.as_deref().unwrap_or("native");
     let granted = Granted { kv: true, http: false };
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
@@ -94,6 +97,14 @@ async fn reachable(url: &CatalogUrl) -> Result<(), String> {
             }
         }
     }
+}
+
+/// Whether `serve` can append to an existing file (a new one it creates).
+fn appendable(file: &Path) -> std::io::Result<()> {
+    if file.exists() {
+        std::fs::OpenOptions::new().append(true).open(file)?;
+    }
+    Ok(())
 }
 
 /// Compiles a component and checks its imports and exports against what is granted.

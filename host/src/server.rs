@@ -9,6 +9,7 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 
 use crate::api::idempotency::Idempotency;
 use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+use crate::audit::AuditLog;
 use crate::auth::{minted_admin, Authenticator, Directory, Oidc, OidcIdentity, Principal, TokenIssuer};
 use crate::authz::Authorizer;
 use crate::config::CatalogUrl;
@@ -194,7 +195,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         })
         .collect();
     let vendor = Vendor::new(config, warehouses, &own_stores).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
-    let authz = Authorizer::load(host.clone(), mount_owners).await?;
+    let audit = AuditLog::open(&config.audit).context("opening the audit log ([audit] file)")?;
+    let authz = Authorizer::load(host.clone(), mount_owners).await?.audited(audit);
     // Before anybody is served: a crash may have cut a change short.
     let shared = matches!(host, KvStore::Postgres(_));
     let (settled, left) = crate::recovery::repair(&authz, &mounts, shared).await?;

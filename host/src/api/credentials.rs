@@ -9,6 +9,7 @@ use axum::Extension;
 
 use super::members::{self, Kind};
 use super::State;
+use crate::audit::Vend;
 use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
 use crate::error::Error;
@@ -43,30 +44,41 @@ pub async fn vend(
 ) -> Option<Vended> {
     mount.served_files()?;
     let resource = Resource::table(namespace, name);
-    let held = match state.authz.access(caller.0.clone()).await.and_then(|a| a.privilege(&resource)) {
-        Ok(held) => held,
+    let authz = match state.authz.access(caller.0.clone()).await {
+        Ok(authz) => authz,
         Err(e) => {
             tracing::warn!(table = %resource, error = %e, "no credentials vended: cannot check access");
             return None;
         }
     };
-    let access =
-        if held >= Some(Privilege::Write) && !mount.read_only { DataAccess::ReadWrite } else { DataAccess::Read };
-    match state.vendor.vend(location, access, &caller.0.name).await {
+    let held = authz.held(&resource);
+    let access = if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
+        DataAccess::ReadWrite
+    } else {
+        DataAccess::Read
+    };
+    let vended = state.vendor.vend(location, access, &caller.0.name).await;
+    let audited = match &vended {
         Ok(vended) => {
             tracing::info!(table = %resource, caller = %caller.0.name, ?access, prefix = %vended.prefix, "credentials vended");
-            Some(vended)
+            let access = match access {
+                DataAccess::Read => "read",
+                DataAccess::ReadWrite => "read-write",
+            };
+            Vend::Issued { prefix: vended.prefix.clone(), access }
         }
         // Vending switched off is a choice, not a failure: said once per request, quietly.
         Err(reason @ Refusal::Off) => {
             tracing::info!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
-            None
+            Vend::Refused { reason: reason.to_string() }
         }
         Err(reason) => {
             tracing::warn!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
-            None
+            Vend::Refused { reason: reason.to_string() }
         }
-    }
+    };
+    authz.audit_vend(&resource, held, audited);
+    vended.ok()
 }
 
 /// loadCredentials: the credentials loadTable would vend, as a list (empty when

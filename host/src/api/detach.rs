@@ -11,6 +11,7 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::audit::RequestContext;
 use crate::error::Error;
 
 /// Middleware: runs a request that may change something as its own task.
@@ -18,8 +19,10 @@ pub async fn run_to_completion(request: Request, next: Next) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(request).await;
     }
-    // The task keeps the request's span, so its log lines carry the request id.
-    match tokio::spawn(tracing::Instrument::in_current_span(next.run(request))).await {
+    // The task keeps the request's span, so its log lines carry the request id, and
+    // its context, so its audit records do.
+    let request = RequestContext::carried(tracing::Instrument::in_current_span(next.run(request)));
+    match tokio::spawn(request).await {
         Ok(response) => response,
         Err(e) => Error::Internal(format!("the request failed: {e}")).into_response(),
     }

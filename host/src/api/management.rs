@@ -30,21 +30,10 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/permissions", get(permissions))
 }
 
-fn require_server_admin(caller: &Principal) -> Result<(), Error> {
-    if caller.server_admin {
-        Ok(())
-    } else {
-        Err(Error::Forbidden(format!("{} is not a server admin", caller.name)))
-    }
-}
-
-/// Server admins manage every tenant; a tenant's admins manage their own.
-fn require_tenant_admin(caller: &Principal, tenant: &str) -> Result<(), Error> {
-    if caller.server_admin || (caller.role == Role::Admin && caller.tenant == tenant) {
-        Ok(())
-    } else {
-        Err(Error::Forbidden(format!("{} may not manage tenant {tenant}", caller.name)))
-    }
+/// Whether `caller` manages `tenant` (filters listings; decisions go through
+/// `Access::require_tenant_admin`, which records them).
+fn manages(caller: &Principal, tenant: &str) -> bool {
+    caller.server_admin || (caller.role == Role::Admin && caller.tenant == tenant)
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), Error> {
@@ -87,7 +76,7 @@ async fn create_tenant(
     Extension(Caller(caller)): Extension<Caller>,
     Json(req): Json<NewTenant>,
 ) -> Result<impl IntoResponse, Error> {
-    require_server_admin(&caller)?;
+    state.authz.access(caller).await?.require_server_admin(&format!("create tenant {}", req.name))?;
     check_name("tenant", &req.name)?;
     state.auth.directory.add_tenant(&req.name).await?;
     Ok((StatusCode::CREATED, axum::Json(json!({ "name": req.name }))))
@@ -98,7 +87,7 @@ async fn delete_tenant(
     Extension(Caller(caller)): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
-    require_server_admin(&caller)?;
+    state.authz.access(caller).await?.require_server_admin(&format!("delete tenant {name}"))?;
     // A tenant created later under this name must find nothing of this one.
     if state.authz.owns_anything(&name).await? {
         return Err(Error::Conflict(format!("tenant {name} still owns namespaces or mounts")));
@@ -144,7 +133,7 @@ async fn list_principals(
         .principals()
         .await?
         .iter()
-        .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
+        .filter(|p| manages(&caller, &p.tenant))
         .map(|p| public(p, directory.is_configured(&p.name)))
         .collect();
     Ok(axum::Json(json!({ "principals": visible })))
@@ -156,12 +145,14 @@ async fn create_principal(
     Json(req): Json<NewPrincipal>,
 ) -> Result<axum::response::Response, Error> {
     check_name("principal", &req.name)?;
-    require_tenant_admin(&caller, &req.tenant)?;
+    let access = state.authz.access(caller).await?;
+    let what = format!("create principal {} in tenant {}", req.name, req.tenant);
+    access.require_tenant_admin(&req.tenant, &what)?;
     // Binding an identity of the issuer is a decision about that person, not about a
     // tenant: a tenant admin could otherwise claim somebody's subject before the
     // server admin maps it, and that person would act inside the wrong tenant.
     if req.server_admin || req.oidc_subject.is_some() {
-        require_server_admin(&caller)?;
+        access.require_server_admin(&what)?;
     }
     if !state.auth.directory.tenant_exists(&req.tenant).await? {
         return Err(Error::BadRequest(format!("tenant {} does not exist", req.tenant)));
@@ -209,11 +200,11 @@ async fn delete_principal(
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
     let directory = &state.auth.directory;
-    let principal = directory
-        .principal(&name)
-        .await?
-        .filter(|p| require_tenant_admin(&caller, &p.tenant).is_ok())
-        .ok_or_else(|| Error::NotFound(format!("principal {name} does not exist")))?;
+    let missing = || Error::NotFound(format!("principal {name} does not exist"));
+    let principal = directory.principal(&name).await?.ok_or_else(missing)?;
+    // A principal of a tenant the caller does not manage is one it cannot see.
+    let what = format!("delete principal {name} of tenant {}", principal.tenant);
+    state.authz.access(caller).await?.require_tenant_admin(&principal.tenant, &what).map_err(|_| missing())?;
     if directory.is_configured(&name) {
         return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
     }

@@ -154,7 +154,7 @@ pub async fn create(
     let access = state.authz.access(caller.0).await?;
     let parent = &ns[..ns.len() - 1];
     if parent.is_empty() {
-        access.require_create_root()?;
+        access.require_create_root(&ns[0])?;
     } else {
         access.require(&Resource::Namespace(parent.to_vec()), Privilege::Write, no_such_namespace(parent))?;
     }

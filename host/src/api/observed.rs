@@ -1,5 +1,6 @@
 //! Middleware: every routed request counted and timed by its route template, method,
-//! status and mount (`telemetry::http_request`).
+//! status and mount (`telemetry::http_request`), and run with the context its audit
+//! records name (`audit::RequestContext`).
 
 use std::time::Instant;
 
@@ -8,6 +9,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::State;
+use crate::audit::RequestContext;
 use crate::telemetry;
 
 pub async fn observe(axum::extract::State(state): State, request: Request, next: Next) -> Response {
@@ -15,8 +17,10 @@ pub async fn observe(axum::extract::State(state): State, request: Request, next:
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_label(request.method());
     let mount = mount_of(&state, request.uri());
+    let context =
+        RequestContext { method, route: route.clone(), request_id: request.headers().get("x-request-id").cloned() };
     let started = Instant::now();
-    let response = next.run(request).await;
+    let response = context.scope(next.run(request)).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     telemetry::http_request(route, method, response.status().as_u16(), mount, started.elapsed());
     response

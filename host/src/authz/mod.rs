@@ -16,6 +16,7 @@ mod grants;
 mod intents;
 
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use grants::{Grant, Grantee};
 pub use intents::{Effect, Intent};
 
+use crate::audit::{AuditLog, Decision, Record, Rule, Vend};
 use crate::auth::{Principal, Role};
 use crate::error::Error;
 use crate::storage::kv::{Check, KvError, KvStore, Write};
@@ -87,6 +89,17 @@ impl std::fmt::Display for Resource {
     }
 }
 
+impl Privilege {
+    /// The action demanding it, as the audit log names it.
+    fn action(self) -> &'static str {
+        match self {
+            Privilege::Read => "read",
+            Privilege::Write => "write",
+            Privilege::Manage => "manage",
+        }
+    }
+}
+
 fn role_privilege(role: Role) -> Privilege {
     match role {
         Role::Reader => Privilege::Read,
@@ -126,6 +139,7 @@ pub struct Authorizer {
     /// One reload at a time: requests that find the snapshot stale wait for it and
     /// share its result.
     reloading: tokio::sync::Mutex<()>,
+    audit: Arc<AuditLog>,
 }
 
 impl Authorizer {
@@ -137,9 +151,15 @@ impl Authorizer {
             space,
             snapshot: RwLock::new(Arc::new(Snapshot::default())),
             reloading: tokio::sync::Mutex::new(()),
+            audit: Arc::new(AuditLog::off()),
         };
         authz.current().await?;
         Ok(authz)
+    }
+
+    /// Records its decisions in `audit`.
+    pub fn audited(self, audit: AuditLog) -> Self {
+        Self { audit: Arc::new(audit), ..self }
     }
 
     /// The snapshot, reloaded first if the store has changed since it was taken. A
@@ -230,7 +250,13 @@ impl Authorizer {
     /// Everything needed to decide for one caller during one request.
     pub async fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
         let grantees = [Grantee::Principal(caller.id().to_string()), Grantee::Tenant(caller.tenant.clone())];
-        Ok(Access { caller, grantees, mount_owners: self.mount_owners.clone(), snapshot: self.current().await? })
+        Ok(Access {
+            caller,
+            grantees,
+            mount_owners: self.mount_owners.clone(),
+            snapshot: self.current().await?,
+            audit: self.audit.clone(),
+        })
     }
 }
 
@@ -247,29 +273,76 @@ pub struct Access {
     grantees: [Grantee; 2],
     mount_owners: Arc<HashMap<String, String>>,
     snapshot: Arc<Snapshot>,
+    audit: Arc<AuditLog>,
+}
+
+/// What the caller holds on a resource, and the rule that gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    pub privilege: Privilege,
+    pub rule: Rule<'a>,
 }
 
 impl Access {
     /// The highest privilege the caller holds on `resource`, if any.
     pub fn privilege(&self, resource: &Resource) -> Result<Option<Privilege>, Error> {
-        let Some(root) = resource.namespace().first() else {
-            return Ok(None);
-        };
+        Ok(self.held(resource).map(|held| held.privilege))
+    }
+
+    /// The highest privilege the caller holds on `resource` and the rule that gives it
+    /// (the owner's role before a grant that gives no more).
+    pub fn held(&self, resource: &Resource) -> Option<Held<'_>> {
+        let root = resource.namespace().first()?;
         // A mount's declared owner decides for the whole mount; nothing its backend
         // stores can change that.
-        let Some(owner) = self.mount_owners.get(root).or_else(|| self.snapshot.owners.get(root)) else {
-            return Ok(None);
-        };
+        let owner = self.mount_owners.get(root).or_else(|| self.snapshot.owners.get(root))?;
         if self.caller.server_admin {
-            return Ok(Some(Privilege::Manage));
+            return Some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
         }
-        let mut best = (self.caller.tenant == *owner).then(|| role_privilege(self.caller.role));
+        let role = self.caller.role;
+        let mut best = (self.caller.tenant == *owner)
+            .then(|| Held { privilege: role_privilege(role), rule: Rule::Owner { tenant: owner, role } });
         for grant in self.grantees.iter().filter_map(|g| self.snapshot.grants.get(g)).flatten() {
-            if grant.resource.covers(resource) {
-                best = best.max(Some(grant.privilege));
+            if grant.resource.covers(resource) && best.is_none_or(|b| grant.privilege > b.privilege) {
+                best = Some(Held { privilege: grant.privilege, rule: Rule::Grant { grant: &grant.id } });
             }
         }
-        Ok(best)
+        best
+    }
+
+    /// The mount `resource` is in, as the audit log names it.
+    fn mount_of<'a>(&self, resource: &'a Resource) -> &'a str {
+        match resource.namespace().first() {
+            Some(root) if self.mount_owners.contains_key(root) => root,
+            _ => "root",
+        }
+    }
+
+    /// Records a decision, when the audit log wants it (formatting nothing otherwise:
+    /// reads are decided on every load).
+    fn audit(&self, action: &str, resource: impl Display, mount: Option<&str>, held: Option<Held>, allowed: bool) {
+        if self.audit.wants(action) {
+            let decision = if allowed { Decision::Allowed } else { Decision::Denied };
+            let (resource, rule) = (resource.to_string(), held.map(|h| h.rule));
+            self.audit.record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None });
+        }
+    }
+
+    /// Records a vend for `resource`: what was issued or why nothing was, and the rule
+    /// that gave the caller the access it was vended for.
+    pub fn audit_vend(&self, resource: &Resource, held: Option<Held>, vend: Vend) {
+        if self.audit.wants("vend") {
+            let decision = if matches!(vend, Vend::Issued { .. }) { Decision::Allowed } else { Decision::Denied };
+            let record = Record {
+                action: "vend",
+                resource: resource.to_string(),
+                mount: Some(self.mount_of(resource)),
+                decision,
+                rule: held.map(|h| h.rule),
+                vend: Some(vend),
+            };
+            self.audit.record(&self.caller, &record);
+        }
     }
 
     /// Whether the caller may see `resource` (filters listings).
@@ -284,9 +357,11 @@ impl Access {
     /// Demands `needed` on `resource`: a caller that cannot read it is told it does
     /// not exist (`absent`), one that can read but not do this gets 403.
     pub fn require(&self, resource: &Resource, needed: Privilege, absent: impl FnOnce() -> Error) -> Result<(), Error> {
-        let held = self.privilege(resource)?;
-        telemetry::authz_decision(if held.is_some_and(|held| held >= needed) { "allowed" } else { "denied" });
-        match held {
+        let held = self.held(resource);
+        let allowed = held.is_some_and(|held| held.privilege >= needed);
+        telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
+        self.audit(needed.action(), resource, Some(self.mount_of(resource)), held, allowed);
+        match held.map(|held| held.privilege) {
             None => Err(absent()),
             Some(held) if held < needed => Err(Error::Forbidden(format!(
                 "{} may not {} {resource}",
@@ -301,17 +376,61 @@ impl Access {
         }
     }
 
-    /// Demands the right to create a root namespace (owned by the caller's tenant).
-    pub fn require_create_root(&self) -> Result<(), Error> {
-        if self.caller.server_admin || self.caller.role >= Role::Writer {
-            telemetry::authz_decision("allowed");
+    /// Demands the right to create the root namespace `root` (owned by the caller's
+    /// tenant).
+    pub fn require_create_root(&self, root: &str) -> Result<(), Error> {
+        let caller = &self.caller;
+        let rule = if caller.server_admin {
+            Rule::ServerAdmin
+        } else {
+            Rule::TenantRole { tenant: &caller.tenant, role: caller.role }
+        };
+        let allowed = caller.server_admin || caller.role >= Role::Writer;
+        telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
+        let held = Held { privilege: role_privilege(caller.role), rule };
+        self.audit("create-namespace", format_args!("namespace {root}"), Some("root"), Some(held), allowed);
+        if allowed {
             Ok(())
         } else {
-            telemetry::authz_decision("denied");
             Err(Error::Forbidden(format!(
                 "{} is a reader in tenant {} and may not create namespaces",
-                self.caller.name, self.caller.tenant
+                caller.name, caller.tenant
             )))
+        }
+    }
+
+    /// Demands a server admin, to do `what` (`create tenant acme`).
+    pub fn require_server_admin(&self, what: &str) -> Result<(), Error> {
+        let allowed = self.caller.server_admin;
+        telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
+        let held = allowed.then_some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
+        self.audit("server-admin", what, None, held, allowed);
+        if allowed {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!("{} is not a server admin", self.caller.name)))
+        }
+    }
+
+    /// Demands an admin of `tenant` (or a server admin), to do `what`: server admins
+    /// manage every tenant; a tenant's admins manage their own.
+    pub fn require_tenant_admin(&self, tenant: &str, what: &str) -> Result<(), Error> {
+        let caller = &self.caller;
+        let held = if caller.server_admin {
+            Some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin })
+        } else if caller.tenant == tenant {
+            let rule = Rule::TenantRole { tenant: &caller.tenant, role: caller.role };
+            Some(Held { privilege: role_privilege(caller.role), rule })
+        } else {
+            None
+        };
+        let allowed = held.is_some_and(|h| h.privilege == Privilege::Manage);
+        telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
+        self.audit("tenant-admin", what, None, held, allowed);
+        if allowed {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(format!("{} may not manage tenant {tenant}", caller.name)))
         }
     }
 }

@@ -1,0 +1,186 @@
+//! The audit log: one JSON line per authorization decision that changes something or
+//! hands out storage credentials — who asked, in which tenant, on which route and
+//! resource, whether it was allowed, which rule decided (server admin, the owner
+//! tenant's role, or a grant by id), and for a vend the scope issued, never a secret.
+//!
+//! Decisions are made deep inside a request (`authz::Access`); what they record about
+//! the request itself (its id, method and route template) travels with it as a
+//! task-local, set by `api::observed` and carried into detached tasks.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::sync::Mutex;
+
+use axum::extract::MatchedPath;
+use axum::http::HeaderValue;
+use serde::Serialize;
+
+use crate::auth::{Principal, Role};
+use crate::config::AuditConfig;
+
+tokio::task_local! {
+    static REQUEST: RequestContext;
+}
+
+/// What a decision records about the request it was made for. Cheap to clone: an
+/// `Arc`'d route template and a shared header value.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub method: &'static str,
+    pub route: Option<MatchedPath>,
+    pub request_id: Option<HeaderValue>,
+}
+
+impl RequestContext {
+    /// Runs `request` with this context.
+    pub fn scope<F: Future>(self, request: F) -> impl Future<Output = F::Output> {
+        REQUEST.scope(self, request)
+    }
+
+    /// Wraps `work` so it carries the current request's context into a task of its own.
+    pub fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
+        let context = REQUEST.try_with(Clone::clone).ok();
+        async move {
+            match context {
+                Some(context) => context.scope(work).await,
+                None => work.await,
+            }
+        }
+    }
+}
+
+/// What was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allowed,
+    Denied,
+}
+
+/// The rule that gave the caller what it held: the one that decided an allowed
+/// request, and for a denied one what the caller had (or nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Rule<'a> {
+    /// A server admin manages everything that has an owner.
+    ServerAdmin,
+    /// A member of the owner tenant, by its role.
+    Owner { tenant: &'a str, role: Role },
+    /// A member of some tenant, by its role (creating a root namespace, which the
+    /// caller's tenant will own).
+    TenantRole { tenant: &'a str, role: Role },
+    /// A grant, by id.
+    Grant { grant: &'a str },
+}
+
+/// What a vend handed out, or why it did not.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Vend {
+    /// Credentials for everything under `prefix`: `read` or `read-write`.
+    Issued { prefix: String, access: &'static str },
+    /// Nothing, for this reason.
+    Refused { reason: String },
+}
+
+/// One decision, as the line written.
+#[derive(Serialize)]
+pub struct Record<'a> {
+    /// What was asked: `read`, `write`, `manage`, `create-namespace`, `server-admin`,
+    /// `tenant-admin` or `vend`.
+    pub action: &'a str,
+    /// What it was asked of (`table db.t`, `namespace db`, `tenant acme`, ...).
+    pub resource: String,
+    /// The mount the resource is in: its name, `root` for the root catalog, absent
+    /// for what is in no catalog (tenants, principals).
+    pub mount: Option<&'a str>,
+    pub decision: Decision,
+    pub rule: Option<Rule<'a>>,
+    pub vend: Option<Vend>,
+}
+
+/// The line: the record with who asked and the request it came in.
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    request_id: Option<&'a str>,
+    method: Option<&'a str>,
+    route: Option<&'a str>,
+    principal: &'a str,
+    principal_name: &'a str,
+    tenant: &'a str,
+    #[serde(flatten)]
+    record: &'a Record<'a>,
+}
+
+enum Sink {
+    Stdout,
+    File(Mutex<std::fs::File>),
+}
+
+/// Where audit records go, and which.
+pub struct AuditLog {
+    sink: Option<Sink>,
+    reads: bool,
+}
+
+impl AuditLog {
+    /// Records nothing (tests, tools).
+    pub fn off() -> Self {
+        Self { sink: None, reads: false }
+    }
+
+    /// As `[audit]` says: stdout unless `file` is set (appended to, created readable
+    /// by the server's user only).
+    pub fn open(config: &AuditConfig) -> std::io::Result<Self> {
+        if !config.enabled {
+            return Ok(Self::off());
+        }
+        let sink = match &config.file {
+            None => Sink::Stdout,
+            Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt as _;
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let file = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+                Sink::File(Mutex::new(file))
+            }
+        };
+        Ok(Self { sink: Some(sink), reads: config.reads })
+    }
+
+    /// Whether a decision demanding `action` is recorded: every one that changes
+    /// something or vends, reads only when `[audit] reads` asks for them.
+    pub fn wants(&self, action: &str) -> bool {
+        self.sink.is_some() && (action != "read" || self.reads)
+    }
+
+    /// Writes `record`, made for `caller`, as one line. A line that cannot be written
+    /// is logged; the request goes on.
+    pub fn record(&self, caller: &Principal, record: &Record) {
+        let Some(sink) = &self.sink else { return };
+        let context = REQUEST.try_with(Clone::clone).ok();
+        let context = context.as_ref();
+        let line = Line {
+            time: jiff::Timestamp::now().to_string(),
+            request_id: context.and_then(|c| c.request_id.as_ref()).and_then(|id| id.to_str().ok()),
+            method: context.map(|c| c.method),
+            route: context.and_then(|c| c.route.as_ref()).map(MatchedPath::as_str),
+            principal: caller.id(),
+            principal_name: &caller.name,
+            tenant: &caller.tenant,
+            record,
+        };
+        let mut bytes = serde_json::to_vec(&line).expect("an audit record serializes");
+        bytes.push(b'\n');
+        // One write per line, so concurrent lines never interleave.
+        let written = match sink {
+            Sink::Stdout => std::io::stdout().lock().write_all(&bytes),
+            Sink::File(file) => file.lock().expect("the audit file").write_all(&bytes),
+        };
+        if let Err(e) = written {
+            tracing::error!(error = %e, "an audit record could not be written");
+        }
+    }
+}
