@@ -14,10 +14,12 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-native", "native.wasm"),
     ("rustberg-plugin-rest", "rest.wasm"),
     ("rustberg-plugin-glue", "glue.wasm"),
+    ("rustberg-plugin-s3tables", "s3tables.wasm"),
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
     ("rustberg-plugin-flaky", "flaky.wasm"),
     ("rustberg-plugin-legacy", "legacy.wasm"),
+    ("rustberg-plugin-rogue-placer", "rogue-placer.wasm"),
 ];
 
 fn main() {

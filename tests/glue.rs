@@ -99,17 +99,7 @@ async fn glue_refuses_rename_and_views_and_an_unreachable_glue_is_never_an_absen
 #[tokio::test]
 async fn the_conformance_suite_against_moto_fails_only_where_moto_ignores_version_ids() {
     let moto = Moto::start("lake").await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("rustberg.toml");
-    std::fs::write(&config, config_text(&moto.url, &moto.url)).unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_rustberg"))
-        .args(["plugin", "test", "glue", "--config"])
-        .arg(&config)
-        .args(["--mount", "lake"])
-        .envs(KEYS.iter().copied())
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&output.stdout);
+    let report = support::conformance_report("glue", &config_text(&moto.url, &moto.url), "lake", KEYS);
     for case in [
         "capabilities",
         "not found versus unavailable",

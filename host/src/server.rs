@@ -144,6 +144,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let index = LocationIndex::new(host.clone());
     let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3, index.clone())
         .map_err(|e| anyhow::anyhow!("refusing to start: storage.warehouse_location: {e}"))?;
+    if warehouse.assigned() {
+        anyhow::bail!("refusing to start: storage.warehouse_location: a bucket pattern is only for a mount whose store assigns table locations");
+    }
     println!("rustberg: warehouse {}", warehouse.root());
     let tokens = PageTokens::new(server_key(&host, "page-token").await?);
     let auth = Arc::new(authenticator(config, &host).await?);

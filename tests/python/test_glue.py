@@ -9,39 +9,16 @@ import os
 import urllib.request
 
 import boto3
-import pyarrow as pa
 import pytest
-from pyiceberg.catalog import load_catalog
 from pyiceberg.catalog.glue import GlueCatalog
 from pyiceberg.exceptions import BadRequestError, NoSuchTableError
 from pyiceberg.expressions import EqualTo
 from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import LongType, NestedField, StringType
 
-MOTO = os.environ.get("MOTO_URL", "")
+from on_moto import MOTO, S3, SCHEMA, rows, rustberg
+
 MOUNT = os.environ.get("RUSTBERG_MOUNT", "lake")
-S3 = {
-    "s3.endpoint": MOTO,
-    "s3.access-key-id": "testing",
-    "s3.secret-access-key": "testing",
-    "s3.region": "us-east-1",
-    "s3.force-virtual-addressing": "false",
-}
-ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("kind", pa.string())])
-SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "kind", StringType()))
-
-
-def rows(*items):
-    return pa.Table.from_pylist([{"id": i, "kind": k} for i, k in items], schema=ARROW)
-
-
-def rustberg():
-    return load_catalog(
-        "rustberg",
-        **{"type": "rest", "uri": os.environ["RUSTBERG_URL"], "credential": os.environ["RUSTBERG_CREDENTIAL"], **S3},
-    )
 
 
 def glue():

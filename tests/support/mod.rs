@@ -453,3 +453,19 @@ pub fn assert_history(metadata: &Value, landed: &BTreeSet<i64>, refused: &BTreeS
         metadata["snapshot-log"].as_array().unwrap().iter().map(|e| e["snapshot-id"].as_i64().unwrap()).collect();
     assert_eq!(log.len(), landed.len(), "one snapshot-log entry per landed commit");
 }
+
+/// Runs `rustberg plugin test <component>` against mount `mount` of a configuration
+/// with `config_text`, with `env` added; what it printed.
+pub fn conformance_report(component: &str, config_text: &str, mount: &str, env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rustberg.toml");
+    std::fs::write(&config, config_text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_rustberg"))
+        .args(["plugin", "test", component, "--config"])
+        .arg(&config)
+        .args(["--mount", mount])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

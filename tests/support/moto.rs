@@ -42,6 +42,22 @@ impl Moto {
         moto
     }
 
+    /// Creates an S3 Tables table bucket; its ARN. (moto routes by the service the
+    /// credential scope names and checks no signature.)
+    pub async fn table_bucket(&self, name: &str) -> String {
+        let scope = "Credential=testing/20260101/us-east-1/s3tables/aws4_request, SignedHeaders=host, Signature=0";
+        let created = reqwest::Client::new()
+            .put(format!("{}/buckets", self.url))
+            .header("Authorization", format!("AWS4-HMAC-SHA256 {scope}"))
+            .json(&serde_json::json!({ "name": name }))
+            .send()
+            .await
+            .unwrap();
+        assert!(created.status().is_success(), "creating table bucket {name}: {}", created.status());
+        let body: serde_json::Value = created.json().await.unwrap();
+        body["arn"].as_str().unwrap().to_string()
+    }
+
     /// The keys of every object under `prefix` in `bucket`.
     pub async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let url = format!("{}/{bucket}?list-type=2&prefix={prefix}", self.url);

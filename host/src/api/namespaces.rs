@@ -184,7 +184,8 @@ async fn create_in_backend(
     ns: &[String],
 ) -> Result<Vec<(String, String)>, Error> {
     let exists = || Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")));
-    let claim = match &mount.warehouse {
+    // Where the store assigns table locations, namespaces have none to claim.
+    let claim = match mount.warehouse.as_ref().filter(|w| !w.assigned()) {
         Some(warehouse) => {
             let placement = locations::place_namespace(mount, local, &mut properties).await?;
             let id = ClaimId::of_namespace(&mount.space, local);

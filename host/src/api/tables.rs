@@ -45,6 +45,11 @@ pub async fn create(
     let (mount, local) = members::resolve_namespace(&state, caller.clone(), &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
+    if stage && mount.backend.places_tables() {
+        // Its store assigns the location at the create, which a staged table would hold
+        // reserved until a commit that may never come.
+        return Err(Error::Unsupported(format!("{} cannot stage a create: create the table directly", mount.label())));
+    }
     let new = NewTable {
         name: req.name,
         location: req.location,

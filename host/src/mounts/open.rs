@@ -159,6 +159,12 @@ async fn open_one(
         }
         None => None,
     };
+    if warehouse.as_ref().is_some_and(Warehouse::assigned) && !backend.places_tables() {
+        bail!(
+            "warehouse_location: a bucket pattern is for a backend whose store assigns every table its location \
+             (one that exports `placement`, such as s3tables); this one does not"
+        );
+    }
     // The backend says whether it can write; configuration can only take that away.
     let read_only = mount.read_only || !backend.capabilities().can_write;
     Ok(Mount {

@@ -5,7 +5,8 @@
 use super::bindings::{
     CapabilitySet, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate, TableCommit, WitError,
 };
-use super::pool::InstancePool;
+use super::host_state::HostState;
+use super::pool::{CallFuture, Exports, InstancePool};
 use super::{BackendError, BackendErrorKind};
 
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
@@ -42,22 +43,10 @@ macro_rules! exports {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
-                let started = std::time::Instant::now();
-                let result = self
-                    .pool
-                    .call(move |store, bindings| {
-                        Box::pin(async move { bindings.rustberg_catalog_backend().$call(store, $( $borrow ),*).await })
-                    })
-                    .await
-                    .and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
-                self.record(&result);
-                let took = started.elapsed();
-                let outcome = result.as_ref().map_or_else(|e| e.kind.as_label(), |_| "ok");
-                crate::telemetry::backend_call(self.pool.label(), stringify!($name), outcome, took);
-                if let Some(timings) = &self.timings {
-                    timings.lock().expect("timings").entry(stringify!($name)).or_default().push(took);
-                }
-                result
+                self.invoke(stringify!($name), move |store, exports| {
+                    Box::pin(async move { exports.backend.rustberg_catalog_backend().$call(store, $( $borrow ),*).await })
+                })
+                .await
             }
         )*
     };
@@ -68,8 +57,8 @@ impl Backend {
     /// it asks to remember in the mount's configuration.
     pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
         let capabilities = pool
-            .call(|store, bindings| {
-                Box::pin(async move { bindings.rustberg_catalog_backend().call_capabilities(store).await })
+            .call(|store, exports| {
+                Box::pin(async move { exports.backend.rustberg_catalog_backend().call_capabilities(store).await })
             })
             .await?;
         let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
@@ -95,6 +84,55 @@ impl Backend {
     /// The most linear memory any instance of this backend has held.
     pub fn peak_memory_bytes(&self) -> usize {
         self.pool.peak_memory_bytes()
+    }
+
+    /// Runs one export call on the pool: the guest's `result<_, error>` flattened into
+    /// `Result<_, BackendError>`, its health, metrics and timing recorded.
+    async fn invoke<R, F>(&self, name: &'static str, call: F) -> Result<R, BackendError>
+    where
+        F: for<'a> FnOnce(&'a mut wasmtime::Store<HostState>, &'a Exports) -> CallFuture<'a, Result<R, WitError>>,
+    {
+        let started = std::time::Instant::now();
+        let result = self.pool.call(call).await.and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
+        self.record(&result);
+        let took = started.elapsed();
+        let outcome = result.as_ref().map_or_else(|e| e.kind.as_label(), |_| "ok");
+        crate::telemetry::backend_call(self.pool.label(), name, outcome, took);
+        if let Some(timings) = &self.timings {
+            timings.lock().expect("timings").entry(name).or_default().push(took);
+        }
+        result
+    }
+
+    /// Whether the backend's store assigns table locations (it exports `placement`).
+    pub fn places_tables(&self) -> bool {
+        self.pool.places_tables()
+    }
+
+    /// Reserves `table` and returns the location its store assigned.
+    pub async fn reserve_table(&self, table: Ident) -> Result<String, BackendError> {
+        self.invoke("reserve_table", move |store, exports| {
+            Box::pin(async move {
+                match &exports.placement {
+                    Some(placement) => placement.call_reserve_table(store, &table).await,
+                    None => Ok(Err(WitError::Unsupported("the backend assigns no table locations".into()))),
+                }
+            })
+        })
+        .await
+    }
+
+    /// Forgets a reservation that `create_table` did not complete.
+    pub async fn release_table(&self, table: Ident) -> Result<(), BackendError> {
+        self.invoke("release_table", move |store, exports| {
+            Box::pin(async move {
+                match &exports.placement {
+                    Some(placement) => placement.call_release_table(store, &table).await,
+                    None => Ok(Ok(())),
+                }
+            })
+        })
+        .await
     }
 
     fn record<T>(&self, result: &Result<T, BackendError>) {

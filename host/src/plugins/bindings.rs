@@ -13,3 +13,16 @@ pub use rustberg::catalog::types::{
     CapabilitySet, Error as WitError, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate,
     TableCommit,
 };
+
+/// The optional `placement` export (since 0.1.2): looked up beside `backend` in each
+/// component, and used only where it is there.
+pub mod optional {
+    wasmtime::component::bindgen!({
+        world: "optional-exports",
+        path: "../wit",
+        exports: { default: async },
+        with: { "rustberg:catalog/types": super::rustberg::catalog::types },
+    });
+
+    pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
+}

@@ -9,10 +9,17 @@ static REST: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/r
 /// The AWS Glue backend, built from `plugins/glue`.
 static GLUE: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/glue.wasm"));
 
+/// The Amazon S3 Tables backend, built from `plugins/s3tables`.
+static S3TABLES: &[u8] = include_bytes!(concat!(env!("RUSTBERG_COMPONENTS_DIR"), "/s3tables.wasm"));
+
 /// The built-in components by name: their bytes, and what a mount grants them unless
 /// it says otherwise (`grants`).
-const BUILTINS: &[(&str, &[u8], &[&str])] =
-    &[("native", NATIVE, &["kv"]), ("rest", REST, &["http"]), ("glue", GLUE, &["http"])];
+const BUILTINS: &[(&str, &[u8], &[&str])] = &[
+    ("native", NATIVE, &["kv"]),
+    ("rest", REST, &["http"]),
+    ("glue", GLUE, &["http"]),
+    ("s3tables", S3TABLES, &["http"]),
+];
 
 /// What a mount grants a component by default: a built-in's own grants; a key space
 /// for a drop-in file.

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
-use super::bindings::{CatalogHost, CatalogHostPre};
+use super::bindings::optional::{Placement, PlacementIndices};
+use super::bindings::{CatalogHost, CatalogHostIndices, CatalogHostPre};
 use super::guest_output::own_words;
 use super::host_state::{Grants, HostState, MeteredLimits};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
@@ -23,8 +24,14 @@ use crate::telemetry;
 
 struct Instance {
     store: Store<HostState>,
-    bindings: CatalogHost,
+    exports: Exports,
     calls: u64,
+}
+
+/// What an instance exports: `backend`, and the optional interfaces it has.
+pub struct Exports {
+    pub backend: CatalogHost,
+    pub placement: Option<Placement>,
 }
 
 /// The boxed future of one export call, borrowing the instance.
@@ -33,6 +40,9 @@ pub type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + 
 /// Warm instances of one mount's component.
 pub struct InstancePool {
     pre: CatalogHostPre<HostState>,
+    backend: CatalogHostIndices,
+    /// Where the component exports `placement`, found once.
+    placement: Option<PlacementIndices>,
     grants: Arc<Grants>,
     limits: PluginLimits,
     idle: Mutex<Vec<Instance>>,
@@ -44,9 +54,22 @@ pub struct InstancePool {
 }
 
 impl InstancePool {
-    pub(super) fn new(pre: CatalogHostPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> Self {
+    pub(super) fn new(
+        pre: CatalogHostPre<HostState>,
+        grants: Arc<Grants>,
+        limits: PluginLimits,
+    ) -> wasmtime::Result<Self> {
         let running = tokio::sync::Semaphore::new(limits.pool_size);
-        Self { pre, grants, limits, idle: Mutex::new(Vec::new()), running, peak_memory: Default::default() }
+        let backend = CatalogHostIndices::new(pre.instance_pre())?;
+        // Absent from components built before 0.1.2, and from most after.
+        let placement = PlacementIndices::new(pre.instance_pre()).ok();
+        let idle = Mutex::new(Vec::new());
+        Ok(Self { pre, backend, placement, grants, limits, idle, running, peak_memory: Default::default() })
+    }
+
+    /// Whether the component exports `placement` (its store assigns table locations).
+    pub fn places_tables(&self) -> bool {
+        self.placement.is_some()
     }
 
     /// The largest linear memory any instance was allowed to grow to, in bytes.
@@ -87,9 +110,11 @@ impl InstancePool {
         // Instantiation runs guest code too: it gets the same budget as a call.
         store.data_mut().deadline = Instant::now() + self.limits.call_timeout();
         store.set_epoch_deadline(1);
-        let bindings = self.pre.instantiate_async(&mut store).await?;
+        let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
+        let backend = self.backend.load(&mut store, &instance)?;
+        let placement = self.placement.as_ref().map(|p| p.load(&mut store, &instance)).transpose()?;
         telemetry::instance_created(&self.grants.label);
-        Ok(Instance { store, bindings, calls: 0 })
+        Ok(Instance { store, exports: Exports { backend, placement }, calls: 0 })
     }
 
     fn checkout(&self) -> Option<Instance> {
@@ -122,7 +147,7 @@ impl InstancePool {
     /// memory cap. A trap, timeout or memory exhaustion fails only this call.
     pub async fn call<R, F>(&self, f: F) -> Result<R, BackendError>
     where
-        F: for<'a> FnOnce(&'a mut Store<HostState>, &'a CatalogHost) -> CallFuture<'a, R>,
+        F: for<'a> FnOnce(&'a mut Store<HostState>, &'a Exports) -> CallFuture<'a, R>,
     {
         // Excess calls wait briefly (half a call's budget), then give up naming the mount.
         let _slot = match tokio::time::timeout(self.limits.call_timeout() / 2, self.running.acquire()).await {
@@ -147,8 +172,8 @@ impl InstancePool {
         // Epochs do not interrupt time spent inside host imports; the outer timeout
         // bounds those (a little later than the epoch deadline, which usually wins).
         let outcome = tokio::time::timeout(budget + budget / 2 + std::time::Duration::from_millis(50), {
-            let Instance { store, bindings, .. } = &mut instance;
-            f(store, bindings)
+            let Instance { store, exports, .. } = &mut instance;
+            f(store, exports)
         })
         .await;
         let printed = instance.store.data().output.take();

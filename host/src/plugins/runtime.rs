@@ -129,6 +129,7 @@ impl Runtime {
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
-        Ok(InstancePool::new(pre, Arc::new(grants), limits))
+        InstancePool::new(pre, Arc::new(grants), limits)
+            .map_err(|e| fail(format!("the component is not a backend: {e:#}")))
     }
 }

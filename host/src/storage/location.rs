@@ -195,6 +195,105 @@ impl fmt::Display for Location {
     }
 }
 
+/// Whole S3 buckets whose names match a pattern with one `*`, e.g. `*--table-s3`:
+/// the warehouse of a store that gives every table a bucket of its own (S3 Tables).
+/// The pattern lives only in configuration; every location matched against it is a
+/// validated [`Location`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketPattern {
+    before: String,
+    after: String,
+}
+
+impl BucketPattern {
+    /// Parses `s3://<pattern>`: one `*` in the bucket name, nothing after the bucket.
+    /// `None` when `raw` holds no `*` (it is a location, not a pattern).
+    pub fn parse(raw: &str) -> Option<Result<Self, String>> {
+        let bucket = raw.strip_prefix("s3://")?.strip_suffix('/').unwrap_or(raw.strip_prefix("s3://")?);
+        if !bucket.contains('*') {
+            return None;
+        }
+        let valid = |part: &str| part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-.".contains(c));
+        Some(match bucket.split_once('*') {
+            Some((before, after)) if valid(before) && valid(after) && !after.is_empty() => {
+                Ok(BucketPattern { before: before.into(), after: after.into() })
+            }
+            _ => Err(format!(
+                "{raw:?}: a bucket pattern is s3://<prefix>*<suffix> with one * and a suffix, naming whole buckets                  (e.g. s3://*--table-s3)"
+            )),
+        })
+    }
+
+    /// Whether `bucket` matches (the `*` stands for at least one character).
+    pub fn matches(&self, bucket: &str) -> bool {
+        bucket.len() > self.before.len() + self.after.len()
+            && bucket.starts_with(&self.before)
+            && bucket.ends_with(&self.after)
+    }
+}
+
+impl fmt::Display for BucketPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s3://{}*{}", self.before, self.after)
+    }
+}
+
+/// What a warehouse, a credential prefix or a scoped FileIO reaches: everything under
+/// one location, or whole buckets matching a pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    Under(Location),
+    Buckets(BucketPattern),
+}
+
+impl Reach {
+    /// Parses a configured warehouse or prefix: a bucket pattern, else a location.
+    pub fn parse(raw: &str) -> Result<Reach, String> {
+        match BucketPattern::parse(raw) {
+            Some(pattern) => pattern.map(Reach::Buckets),
+            None => Location::parse(raw).map(Reach::Under).map_err(|e| format!("{raw:?}: {e}")),
+        }
+    }
+
+    /// The one location it is, for a reach that is one.
+    pub fn location(&self) -> Option<&Location> {
+        match self {
+            Reach::Under(location) => Some(location),
+            Reach::Buckets(_) => None,
+        }
+    }
+
+    /// Whether `location` lies in it (a whole matching bucket, or anything in one).
+    pub fn contains(&self, location: &Location) -> bool {
+        match self {
+            Reach::Under(root) => location.is_within(root),
+            Reach::Buckets(pattern) => location.scheme() == Scheme::S3 && pattern.matches(location.bucket()),
+        }
+    }
+
+    /// Whether the file `path` (as a metadata file names it) lies in it; see
+    /// [`Location::contains_path`].
+    pub fn contains_path(&self, path: &str) -> bool {
+        match self {
+            Reach::Under(root) => root.contains_path(path),
+            Reach::Buckets(pattern) => {
+                let bucket = path.strip_prefix("s3://").and_then(|rest| rest.split('/').next()).unwrap_or_default();
+                pattern.matches(bucket)
+                    && Location::parse(&format!("s3://{bucket}")).is_ok_and(|root| root.contains_path(path))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Reach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reach::Under(location) => location.fmt(f),
+            Reach::Buckets(pattern) => pattern.fmt(f),
+        }
+    }
+}
+
 /// A namespace, table or view name as one path segment: names made of ASCII
 /// letters, digits, `_`, `-` and `.` stay as they are (except `.` and `..`); any
 /// other byte becomes `~` and two hex digits. `~` is never kept, so two different
@@ -271,6 +370,25 @@ mod tests {
         }
         let above: Vec<String> = t.ancestors().map(|a| a.to_string()).collect();
         assert_eq!(above, ["s3://b", "s3://b/wh", "s3://b/wh/db"]);
+    }
+
+    #[test]
+    fn a_bucket_pattern_reaches_whole_matching_buckets_only() {
+        let reach = Reach::parse("s3://*--table-s3").unwrap();
+        assert_eq!(reach.to_string(), "s3://*--table-s3");
+        let table = Location::parse("s3://0f3a--table-s3").unwrap();
+        assert!(reach.contains(&table) && reach.contains(&table.child("metadata")));
+        for other in ["s3://lake/0f3a--table-s3", "s3://--table-s3", "s3://0f3a--table-s3x", "file:///0f3a--table-s3"] {
+            assert!(!reach.contains(&Location::parse(other).unwrap()), "{other}");
+        }
+        assert!(reach.contains_path("s3://0f3a--table-s3/metadata/00000-x.metadata.json"));
+        for outside in ["s3://0f3a--table-s3", "s3://0f3a--table-s3/../x", "s3://lake/f", "s3://x--table-s3//f"] {
+            assert!(!reach.contains_path(outside), "{outside}");
+        }
+        for bad in ["s3://*", "s3://a*b*--table-s3", "s3://*--table-s3/path", "s3://*--Table"] {
+            assert!(Reach::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Reach::parse("s3://lake/wh").unwrap(), Reach::Under(Location::parse("s3://lake/wh").unwrap()));
     }
 
     #[test]

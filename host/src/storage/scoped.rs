@@ -18,16 +18,16 @@ use iceberg::io::{
 };
 use iceberg::{Error, ErrorKind, Result};
 
-use super::location::Location;
+use super::location::Reach;
 
 /// The message every refusal starts with (how callers tell it from an I/O failure).
 pub const OUTSIDE: &str = "outside the location this request may reach";
 
-/// A storage that refuses every path not under `scope`.
+/// A storage that refuses every path not in `scope`.
 #[derive(Debug, Clone)]
 pub struct ScopedStorage {
     inner: Arc<dyn Storage>,
-    scope: Location,
+    scope: Reach,
 }
 
 /// Whether an error is a scoped storage's refusal.
@@ -36,8 +36,8 @@ pub fn is_refusal(e: &Error) -> bool {
 }
 
 impl ScopedStorage {
-    /// A FileIO over `inner` that reaches only what lies under `scope`.
-    pub fn file_io(inner: Arc<dyn Storage>, scope: Location) -> FileIO {
+    /// A FileIO over `inner` that reaches only what lies in `scope`.
+    pub fn file_io(inner: Arc<dyn Storage>, scope: Reach) -> FileIO {
         FileIOBuilder::new(Arc::new(ScopedFactory(ScopedStorage { inner, scope }))).build()
     }
 
@@ -147,6 +147,7 @@ impl StorageFactory for ScopedFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::location::Location;
 
     #[tokio::test]
     async fn nothing_outside_the_scope_is_read_written_or_deleted() {
@@ -156,7 +157,7 @@ mod tests {
         let table = root.child("t");
         let outside = format!("{root}/secret.txt");
         std::fs::write(dir.path().join("secret.txt"), "x").unwrap();
-        let io = ScopedStorage::file_io(inner, table.clone());
+        let io = ScopedStorage::file_io(inner, Reach::Under(table.clone()));
         io.new_output(format!("{table}/a.txt")).unwrap().write("a".into()).await.unwrap();
         assert_eq!(io.new_input(format!("{table}/a.txt")).unwrap().read().await.unwrap(), "a");
         for path in [outside.as_str(), &format!("{table}/../secret.txt"), &format!("{table}2/x")] {

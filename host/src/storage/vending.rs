@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::location::{Location, Scheme};
+use super::location::{Location, Reach, Scheme};
 use super::sts::Sts;
 use crate::config::{Config, S3Config, VendingMode};
 
@@ -75,7 +75,7 @@ enum Mode {
 /// An S3-compatible store warehouses live in: how clients reach it, and its STS.
 struct ObjectStore {
     /// The warehouse it serves (`None`: every location no other store claims).
-    root: Option<Location>,
+    root: Option<Reach>,
     /// How a client reaches the store (endpoint, region, addressing).
     client_config: Vec<(String, String)>,
     /// AssumeRole for this store, signed with its keys (mode `sts`).
@@ -83,7 +83,7 @@ struct ObjectStore {
 }
 
 impl ObjectStore {
-    fn new(root: Option<Location>, s3: &S3Config, sts_endpoint: Option<&String>, sts: bool) -> Result<Self, String> {
+    fn new(root: Option<Reach>, s3: &S3Config, sts_endpoint: Option<&String>, sts: bool) -> Result<Self, String> {
         let mut client_config =
             vec![("s3.region".to_string(), s3.region.clone()), ("client.region".into(), s3.region.clone())];
         if let Some(endpoint) = &s3.endpoint {
@@ -118,7 +118,7 @@ struct StaticKeys {
 /// Vends credentials under the server's one policy, for every warehouse it manages.
 pub struct Vendor {
     mode: Mode,
-    prefixes: Vec<Location>,
+    prefixes: Vec<Reach>,
     /// The stores: mounts' own (`[mount.<name>.s3]`) first, `[storage.s3]` last.
     stores: Vec<ObjectStore>,
 }
@@ -128,8 +128,8 @@ impl Vendor {
     /// prefixes. A configuration that cannot work is refused at start-up.
     pub fn new<'a>(
         config: &Config,
-        warehouses: impl Iterator<Item = &'a Location>,
-        own_stores: &[(Location, S3Config)],
+        warehouses: impl Iterator<Item = &'a Reach>,
+        own_stores: &[(Reach, S3Config)],
     ) -> Result<Self, String> {
         let v = &config.storage.vending;
         let mode = match v.mode {
@@ -170,7 +170,7 @@ impl Vendor {
         let prefixes = match &v.prefixes {
             Some(prefixes) => prefixes
                 .iter()
-                .map(|p| Location::parse(p).map_err(|e| format!("storage.vending.prefixes {p:?}: {e}")))
+                .map(|p| Reach::parse(p).map_err(|e| format!("storage.vending.prefixes {e}")))
                 .collect::<Result<_, String>>()?,
             None => warehouses.cloned().collect(),
         };
@@ -190,7 +190,7 @@ impl Vendor {
     fn store_of(&self, location: &Location) -> &ObjectStore {
         self.stores
             .iter()
-            .find(|s| s.root.as_ref().is_none_or(|root| location.is_within(root)))
+            .find(|s| s.root.as_ref().is_none_or(|root| root.contains(location)))
             .expect("the server's store claims every location")
     }
 
@@ -211,7 +211,7 @@ impl Vendor {
         if location.scheme() != Scheme::S3 {
             return Err(Refusal::NotS3(location.to_string()));
         }
-        if !self.prefixes.iter().any(|p| location.is_within(p)) {
+        if !self.prefixes.iter().any(|p| p.contains(location)) {
             return Err(Refusal::OutsidePrefixes(location.to_string()));
         }
         let keys = match &self.mode {
@@ -265,7 +265,11 @@ fn session_name(caller: &str) -> String {
 /// which holds no wildcard, so the policy names exactly one prefix.
 pub fn session_policy(location: &Location, access: DataAccess) -> serde_json::Value {
     let (bucket, key) = (location.bucket(), location.key());
-    let objects = format!("arn:aws:s3:::{bucket}/{key}/*");
+    // A table with a bucket of its own (S3 Tables) is the whole bucket.
+    let (objects, listed) = match key.as_str() {
+        "" => (format!("arn:aws:s3:::{bucket}/*"), vec!["*".to_string()]),
+        _ => (format!("arn:aws:s3:::{bucket}/{key}/*"), vec![key.clone(), format!("{key}/*")]),
+    };
     let mut object_actions = vec!["s3:GetObject", "s3:GetObjectVersion"];
     if access == DataAccess::ReadWrite {
         object_actions.extend([
@@ -283,7 +287,7 @@ pub fn session_policy(location: &Location, access: DataAccess) -> serde_json::Va
                 "Effect": "Allow",
                 "Action": ["s3:ListBucket"],
                 "Resource": [format!("arn:aws:s3:::{bucket}")],
-                "Condition": { "StringLike": { "s3:prefix": [key.clone(), format!("{key}/*")] } }
+                "Condition": { "StringLike": { "s3:prefix": listed } }
             },
             { "Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": [format!("arn:aws:s3:::{bucket}")] }
         ]
@@ -302,5 +306,13 @@ mod tests {
         assert!(!policy.contains("PutObject") && !policy.contains("DeleteObject"));
         let writer = session_policy(&table, DataAccess::ReadWrite).to_string();
         assert!(writer.contains("s3:PutObject") && writer.contains("s3:DeleteObject"));
+    }
+
+    #[test]
+    fn a_table_with_a_bucket_of_its_own_gets_that_bucket_only() {
+        let table = Location::parse("s3://0f3a--table-s3").unwrap();
+        let policy = session_policy(&table, DataAccess::ReadWrite);
+        assert_eq!(policy["Statement"][0]["Resource"], json!(["arn:aws:s3:::0f3a--table-s3/*"]));
+        assert_eq!(policy["Statement"][1]["Resource"], json!(["arn:aws:s3:::0f3a--table-s3"]));
     }
 }

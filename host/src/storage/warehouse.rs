@@ -11,7 +11,7 @@ use iceberg::io::{FileIO, LocalFsStorageFactory, Storage, StorageConfig, Storage
 use iceberg::spec::TableMetadata;
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-use super::location::{Location, LocationError};
+use super::location::{Location, LocationError, Reach, Scheme};
 use super::location_index::LocationIndex;
 use super::scoped::ScopedStorage;
 use crate::config::S3Config;
@@ -20,12 +20,14 @@ use crate::error::Error;
 /// One warehouse root, the storage that reaches it, and the location index.
 #[derive(Clone)]
 pub struct Warehouse {
-    root: Location,
+    /// A location, or (for a store that assigns every table a bucket of its own) a
+    /// bucket pattern: then every table location is one its backend assigned.
+    root: Reach,
     storage: Arc<dyn Storage>,
     /// FileIO for anything under the root.
     io: FileIO,
     /// Warehouses of other catalogs that lie inside this one: never this one's.
-    nested: Vec<Location>,
+    nested: Vec<Reach>,
     index: LocationIndex,
 }
 
@@ -36,24 +38,34 @@ impl std::fmt::Debug for Warehouse {
 }
 
 impl Warehouse {
-    /// A warehouse at `root` (`file:///…` or `s3://bucket/…`); an `s3://` one is
-    /// reached with the server's `[storage.s3]` settings.
+    /// A warehouse at `root` (`file:///…`, `s3://bucket/…`, or a bucket pattern
+    /// `s3://*--table-s3`); an `s3://` one is reached with the store's settings.
     pub fn open(root: &str, s3: &S3Config, index: LocationIndex) -> Result<Self, String> {
-        let root = Location::parse(root).map_err(|e| format!("warehouse {root}: {e}"))?;
-        if root.key().is_empty() {
-            return Err(format!("warehouse {root}: a warehouse needs a path below the bucket or file system root"));
-        }
-        let storage = match root.scheme() {
-            super::location::Scheme::S3 => s3_storage(s3),
-            super::location::Scheme::File => LocalFsStorageFactory.build(&StorageConfig::new()),
+        let root = Reach::parse(root).map_err(|e| format!("warehouse {e}"))?;
+        let scheme = match &root {
+            Reach::Under(location) if location.key().is_empty() => {
+                return Err(format!("warehouse {root}: a warehouse needs a path below the bucket or file system root"))
+            }
+            Reach::Under(location) => location.scheme(),
+            Reach::Buckets(_) => Scheme::S3,
+        };
+        let storage = match scheme {
+            Scheme::S3 => s3_storage(s3),
+            Scheme::File => LocalFsStorageFactory.build(&StorageConfig::new()),
         }
         .map_err(|e| format!("warehouse {root}: {e}"))?;
         let io = ScopedStorage::file_io(storage.clone(), root.clone());
         Ok(Self { root, storage, io, nested: Vec::new(), index })
     }
 
-    pub fn root(&self) -> &Location {
+    pub fn root(&self) -> &Reach {
         &self.root
+    }
+
+    /// Whether its backend assigns table locations (a bucket pattern): namespaces then
+    /// have no location, and a client may not choose one for a table.
+    pub fn assigned(&self) -> bool {
+        matches!(self.root, Reach::Buckets(_))
     }
 
     /// FileIO for anything in this warehouse.
@@ -63,7 +75,7 @@ impl Warehouse {
 
     /// FileIO that reaches only what lies under `location`.
     pub fn scoped_io(&self, location: &Location) -> FileIO {
-        ScopedStorage::file_io(self.storage.clone(), location.clone())
+        ScopedStorage::file_io(self.storage.clone(), Reach::Under(location.clone()))
     }
 
     pub fn index(&self) -> &LocationIndex {
@@ -71,18 +83,26 @@ impl Warehouse {
     }
 
     /// Records the warehouses of other catalogs; those inside this one are excluded from it.
-    pub fn exclude_nested<'a>(&mut self, others: impl Iterator<Item = &'a Location>) {
-        self.nested = others.filter(|o| o.is_strictly_within(&self.root)).cloned().collect();
+    pub fn exclude_nested<'a>(&mut self, others: impl Iterator<Item = &'a Reach>) {
+        self.nested = others
+            .filter(|other| match (other, &self.root) {
+                (Reach::Under(other), Reach::Under(root)) => other.is_strictly_within(root),
+                (Reach::Under(other), Reach::Buckets(_)) => self.root.contains(other),
+                // A bucket pattern names whole buckets: none lies strictly inside a location.
+                (Reach::Buckets(_), _) => false,
+            })
+            .cloned()
+            .collect();
     }
 
     /// Parses `raw` and checks that it lies in this warehouse (and in no other
     /// catalog's warehouse nested inside it).
     pub fn locate(&self, raw: &str) -> Result<Location, LocationError> {
         let location = Location::parse(raw)?;
-        if !location.is_within(&self.root) {
+        if !self.root.contains(&location) {
             return Err(LocationError::OutsideWarehouse(self.root.to_string()));
         }
-        if let Some(other) = self.nested.iter().find(|n| location.is_within(n)) {
+        if let Some(other) = self.nested.iter().find(|n| n.contains(&location)) {
             return Err(LocationError::OtherWarehouse(other.to_string()));
         }
         Ok(location)

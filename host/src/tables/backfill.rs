@@ -27,7 +27,9 @@ pub async fn backfill(mounts: &Mounts, host: &KvStore) -> Result<(), Error> {
         return Ok(());
     }
     let (mut claimed, mut complete) = (0, true);
-    for mount in mounts.all().filter(|m| m.warehouse.is_some()) {
+    // A warehouse whose store assigns table locations gives each table a bucket of its
+    // own: nothing there can overlap, and its namespaces have no location.
+    for mount in mounts.all().filter(|m| m.warehouse.as_ref().is_some_and(|w| !w.assigned())) {
         match walk(mount).await {
             Ok(n) => claimed += n,
             Err(e) => {
@@ -79,7 +81,7 @@ async fn namespace(mount: &Mount, ns: &[String]) -> Result<usize, Error> {
         }
     };
     let mut claimed = 0;
-    let own = Placement { location: chain.own().clone(), chain };
+    let own = Placement { location: chain.own().clone(), chain, reserved: None };
     let id = ClaimId::of_namespace(&mount.space, ns);
     claimed += usize::from(logged(own.claim(warehouse, ClaimKind::Namespace, id).await, mount, ns).is_some());
     for kind in [ClaimKind::Table, ClaimKind::View] {

@@ -9,6 +9,7 @@
 use super::{no_such_namespace, Ident};
 use crate::error::Error;
 use crate::mounts::Mount;
+use crate::plugins::BackendErrorKind;
 use crate::storage::location::{Location, LocationError};
 use crate::storage::location_index::{ClaimError, ClaimId, ClaimKind};
 use crate::storage::warehouse::Warehouse;
@@ -59,10 +60,20 @@ impl Chain {
     }
 }
 
+/// The refusal of a location chosen by a client where the store assigns them.
+fn assigned_here(mount: &Mount) -> Error {
+    Error::BadRequest(format!(
+        "the store of {} assigns every table its location: no location can be chosen or moved to there, \
+         and its namespaces have none",
+        mount.label()
+    ))
+}
+
 /// The location chain of `namespace` (a mount's own namespace), loading each level.
 pub async fn chain(mount: &Mount, namespace: &[String]) -> Result<Chain, Error> {
     let warehouse = mount.warehouse()?;
-    let mut chain = Chain(vec![warehouse.root().clone()]);
+    let root = warehouse.root().location().ok_or_else(|| assigned_here(mount))?;
+    let mut chain = Chain(vec![root.clone()]);
     for depth in 1..=namespace.len() {
         let level = &namespace[..depth];
         let properties = mount
@@ -81,11 +92,22 @@ pub async fn chain(mount: &Mount, namespace: &[String]) -> Result<Chain, Error> 
 #[derive(Debug, Clone)]
 pub struct Placement {
     pub location: Location,
-    /// The namespaces it lies in (for a namespace: its ancestors).
+    /// The namespaces it lies in (for a namespace: its ancestors; none for a location
+    /// the store assigned).
     pub chain: Chain,
+    /// The table the backend reserved for this location, when its store assigned it:
+    /// released if the create does not go on.
+    pub reserved: Option<Ident>,
 }
 
 impl Placement {
+    /// Releases the backend's reservation, if any (the create did not apply).
+    pub async fn release(&self, mount: &Mount) {
+        if let Some(table) = &self.reserved {
+            release(mount, table).await;
+        }
+    }
+
     /// Claims the location for `id`; an overlap is 409 and says nothing of the other.
     /// The claim to release if the change does not apply: none when `id` held it already.
     pub async fn claim(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> Result<Option<NewClaim>, Error> {
@@ -95,14 +117,42 @@ impl Placement {
 }
 
 /// Where a new table or view goes: the requested location, checked, or a unique
-/// default under its namespace's location.
+/// default under its namespace's location — or, where the store assigns locations,
+/// the one the backend reserved for the table (checked to lie in the warehouse).
 pub async fn place(mount: &Mount, ident: &Ident, requested: Option<&str>) -> Result<Placement, Error> {
+    let warehouse = mount.warehouse()?;
+    if mount.backend.places_tables() {
+        return reserve(mount, ident, requested).await;
+    }
     let chain = chain(mount, &ident.namespace).await?;
     let location = match requested {
-        Some(raw) => within_namespace(mount.warehouse()?, &chain, raw)?,
+        Some(raw) => within_namespace(warehouse, &chain, raw)?,
         None => chain.own().child(&format!("{}-{}", ident.name, uuid::Uuid::now_v7().simple())),
     };
-    Ok(Placement { location, chain })
+    Ok(Placement { location, chain, reserved: None })
+}
+
+/// Asks the backend to reserve `ident` and checks the location its store assigned.
+async fn reserve(mount: &Mount, ident: &Ident, requested: Option<&str>) -> Result<Placement, Error> {
+    if requested.is_some() {
+        return Err(assigned_here(mount));
+    }
+    let assigned = mount.backend.reserve_table(ident.clone()).await.map_err(|e| match e.kind {
+        BackendErrorKind::AlreadyExists => Error::AlreadyExists(format!("a table named {} already exists", ident.name)),
+        _ => Error::from_backend(e, no_such_namespace(mount, &ident.namespace)),
+    })?;
+    match mount.warehouse()?.locate(&assigned) {
+        // Assigned by the store, under no namespace's location: claimed with none above.
+        Ok(location) => Ok(Placement { location, chain: Chain(vec![]), reserved: Some(ident.clone()) }),
+        // Never written to nor vended for: the backend answered what it may not.
+        Err(e) => {
+            release(mount, ident).await;
+            Err(Error::BadGateway(format!(
+                "{} assigned the table the location {assigned:?}, which is refused: {e}",
+                mount.label()
+            )))
+        }
+    }
 }
 
 /// Checks a requested table or view location: in the warehouse, strictly under the
@@ -111,6 +161,14 @@ fn within_namespace(warehouse: &Warehouse, chain: &Chain, raw: &str) -> Result<L
     let location = warehouse.locate(raw).map_err(bad_location("the location", raw))?;
     location.require_strictly_within(chain.own()).map_err(bad_location("the location", raw))?;
     Ok(location)
+}
+
+/// Releases a table the backend reserved (a create that did not go on); failures
+/// are logged.
+async fn release(mount: &Mount, table: &Ident) {
+    if let Err(e) = mount.backend.release_table(table.clone()).await {
+        tracing::warn!(mount = mount.label(), table = %table.name, error = %e, "could not release a reserved table");
+    }
 }
 
 /// Where a new namespace goes (its parent chain loaded), with its `location` property
@@ -127,7 +185,7 @@ pub async fn place_namespace(
     if let Some((_, value)) = property {
         *value = location.to_string();
     }
-    Ok(Placement { location, chain })
+    Ok(Placement { location, chain, reserved: None })
 }
 
 /// The location a table's or view's stored metadata JSON records, read without
@@ -202,7 +260,7 @@ pub async fn claim_move(
         Err(_) => None,
     };
     let id = held.unwrap_or_default();
-    Placement { location, chain }.claim(warehouse, kind, id).await
+    Placement { location, chain, reserved: None }.claim(warehouse, kind, id).await
 }
 
 /// Removes what the host wrote for a change that did not apply: its metadata file

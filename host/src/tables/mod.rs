@@ -80,17 +80,24 @@ fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVers
 /// location, which the create then claims.
 pub async fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<(TableMetadata, Placement), Error> {
     let mut properties = new.properties;
+    let format_version = format_version(&mut properties)?;
     let placement = locations::place(mount, ident, new.location.as_deref()).await?;
     let creation = TableCreation {
         name: new.name,
         location: Some(placement.location.to_string()),
-        format_version: format_version(&mut properties)?,
+        format_version,
         schema: new.schema,
         partition_spec: new.partition_spec,
         sort_order: new.write_order,
         properties,
     };
-    Ok((TableMetadataBuilder::from_table_creation(creation)?.build()?.metadata, placement))
+    match TableMetadataBuilder::from_table_creation(creation).and_then(|b| b.build()) {
+        Ok(built) => Ok((built.metadata, placement)),
+        Err(e) => {
+            placement.release(mount).await;
+            Err(e.into())
+        }
+    }
 }
 
 /// The checked location of a table's metadata (every file of the table lies under it).
@@ -135,18 +142,26 @@ pub async fn create(
     placement: &Placement,
 ) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
-    let claim = placement.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
+    let claim = match placement.claim(warehouse, ClaimKind::Table, ClaimId::new()).await {
+        Ok(claim) => claim,
+        Err(e) => {
+            placement.release(mount).await;
+            return Err(e);
+        }
+    };
     let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
     let committed = match write_metadata(mount, location, metadata).await {
         Ok(committed) => committed,
         Err(e) => {
             locations::abandon(warehouse, None, &claim).await;
+            placement.release(mount).await;
             return Err(e);
         }
     };
     if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
+            placement.release(mount).await;
         }
         return Err(created_failed(mount, ident, e));
     }
@@ -433,7 +448,8 @@ pub async fn register(
         },
     };
     let Some(existing) = existing else {
-        let claim = Placement { location, chain }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
+        let claim =
+            Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
         if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
             if e.kind.did_not_apply() {
                 locations::abandon(warehouse, None, &claim).await;
@@ -475,6 +491,15 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
     let after = tokio::spawn(async move {
         let metadata = match metadata {
             Ok(metadata) => metadata,
+            // A store that assigns locations (S3 Tables) deletes the table's bucket with
+            // the table; the bucket its metadata lay in is what it held.
+            Err(_) if warehouse.assigned() => {
+                let bucket = Location::parse(&pointer.metadata_location).ok().and_then(|l| l.ancestors().next());
+                if let Some(bucket) = bucket {
+                    locations::release_all(&warehouse, &bucket).await;
+                }
+                return;
+            }
             Err(e) => {
                 return tracing::warn!(%table, error = %e, "dropped, but its metadata cannot be read: nothing purged")
             }

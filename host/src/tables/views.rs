@@ -73,6 +73,12 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
 /// records it (file and claim removed again if the backend says it did not).
 pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
+    if mount.backend.places_tables() {
+        return Err(Error::Unsupported(format!(
+            "{} assigns locations to tables only: it holds no views",
+            mount.label()
+        )));
+    }
     let placement = locations::place(mount, ident, new.location.as_deref()).await?;
     let version = new.version;
     let creation = ViewCreation {
@@ -188,7 +194,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
     let committed = Committed { metadata_location, metadata_json };
-    let claim = Placement { location, chain }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
+    let claim = Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
     if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;

@@ -33,6 +33,7 @@ use rustberg::catalog::types::{
     CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
     PropertiesUpdate, TableCommit,
 };
+use rustberg_remote_pages::walk;
 use serde_json::{json, Map, Value};
 
 const ENDPOINTS: &[&str] = &[
@@ -80,54 +81,7 @@ fn unsupported(what: &str) -> Error {
     Error::Unsupported(format!("Glue has no {what}"))
 }
 
-// --- paging ------------------------------------------------------------------
-
-fn parse_cursor(cursor: Option<&str>) -> (Option<String>, usize) {
-    match cursor.and_then(|c| c.split_once(':')) {
-        Some((offset, token)) => ((!token.is_empty()).then(|| token.to_string()), offset.parse().unwrap_or(0)),
-        None => (None, 0),
-    }
-}
-
-/// Walks Glue's pages from `after`, keeping the rows `keep` names, until `limit` are
-/// found or Glue has no more. Each kept row gets the cursor for the position after it.
-fn walk(
-    after: Option<&str>,
-    limit: u32,
-    fetch: impl Fn(Option<&str>) -> Result<(Vec<Value>, Option<String>), Error>,
-    keep: impl Fn(&Value) -> Option<String>,
-) -> Result<(Vec<(String, String)>, bool), Error> {
-    let (mut token, mut offset) = parse_cursor(after);
-    let limit = limit.max(1) as usize;
-    let mut found = Vec::new();
-    loop {
-        let (rows, next) = fetch(token.as_deref())?;
-        let next = next.filter(|n| !n.is_empty());
-        // Sorted by name within each Glue page (the same token gives the same page, so
-        // an offset finds its row again); across pages, Glue's order. Rows `keep`
-        // does not name sort first and are skipped.
-        let mut names: Vec<Option<String>> = rows.iter().map(&keep).collect();
-        names.sort();
-        let total = names.len();
-        for (i, kept) in names.into_iter().enumerate().skip(offset) {
-            if found.len() == limit {
-                return Ok((found, false));
-            }
-            if let Some(name) = kept {
-                let cursor = match i + 1 == total {
-                    true => format!("0:{}", next.clone().unwrap_or_default()),
-                    false => format!("{}:{}", i + 1, token.clone().unwrap_or_default()),
-                };
-                found.push((name, cursor));
-            }
-        }
-        match next {
-            None => return Ok((found, true)),
-            Some(_) if found.len() == limit => return Ok((found, false)),
-            Some(next) => (token, offset) = (Some(next), 0),
-        }
-    }
-}
+// --- paging ---------------------------------------------------------------
 
 fn page_input(token: Option<&str>) -> Map<String, Value> {
     let mut input = Map::new();

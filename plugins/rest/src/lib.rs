@@ -21,6 +21,7 @@ use rustberg::catalog::types::{
     CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
     PropertiesUpdate, TableCommit,
 };
+use rustberg_remote_pages::parse_cursor;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -102,16 +103,6 @@ fn offers(offered: Option<&[String]>, endpoint: &str) -> bool {
     let Some(offered) = offered else { return true };
     let as_get = endpoint.strip_prefix("HEAD ").map(|path| format!("GET {path}"));
     offered.iter().any(|o| o == endpoint || Some(o) == as_get.as_ref())
-}
-
-/// Splits a cursor into the remote token that fetched a page and the offset in it.
-fn parse_cursor(cursor: Option<&str>) -> (Option<String>, usize) {
-    match cursor.and_then(|c| c.split_once(':')) {
-        Some((offset, token)) => {
-            (if token.is_empty() { None } else { Some(token.to_string()) }, offset.parse().unwrap_or(0))
-        }
-        None => (None, 0),
-    }
 }
 
 /// Serves one page: the rows of the remote page `token` fetched, from `offset`,
