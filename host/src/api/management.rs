@@ -15,7 +15,7 @@ use serde_json::json;
 use super::idempotency::Secrets;
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::{hash_secret, Caller, OidcIdentity, Principal, Role};
-use crate::authz::{Grantee, Privilege, Resource};
+use crate::authz::{manages_tenant, Grantee, Privilege, Resource};
 use crate::error::Error;
 
 pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
@@ -28,12 +28,6 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/grants", get(list_grants).post(create_grant))
         .route("/grants/{id}", delete(revoke_grant))
         .route("/permissions", get(permissions))
-}
-
-/// Whether `caller` manages `tenant` (filters listings; decisions go through
-/// `Access::require_tenant_admin`, which records them).
-fn manages(caller: &Principal, tenant: &str) -> bool {
-    caller.server_admin || (caller.role == Role::Admin && caller.tenant == tenant)
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), Error> {
@@ -133,7 +127,7 @@ async fn list_principals(
         .principals()
         .await?
         .iter()
-        .filter(|p| manages(&caller, &p.tenant))
+        .filter(|p| manages_tenant(&caller, &p.tenant))
         .map(|p| public(p, directory.is_configured(&p.name)))
         .collect();
     Ok(axum::Json(json!({ "principals": visible })))
