@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# updateTable throughput: requirement-free set-properties commits (each one a new
+# metadata file and a compare-and-swap of the pointer), sequentially and from 16
+# connections spread over 16 tables, on the embedded redb root; then the same 16
+# connections split over two hosts sharing one PostgreSQL database (if one answers
+# at $PG, default postgres://postgres@127.0.0.1:5432). Servers are pinned to core 0,
+# wrk to core 1. A 409 is a commit that did not land: wrk's non-2xx count shows them.
+#
+#   bash bench/commits.sh            # 10 s per run
+#   DURATION=30s bash bench/commits.sh
+#
+# Needs: wrk (apt-get install wrk), taskset (util-linux), curl; psql for the Postgres run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+PG=${PG:-postgres://postgres@127.0.0.1:5432}
+target=${CARGO_TARGET_DIR:-target}
+
+cargo build --release --quiet --bin rustberg
+source bench/start_rustberg.sh
+
+# Every request sets one property on the next of $2 tables, round robin from table $3.
+lua() {
+  cat <<LUA
+local n = ${3:-0}
+request = function()
+  n = n + 1
+  local body = string.format('{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"%d"}}]}', n)
+  wrk.headers["content-type"] = "application/json"
+  return wrk.format("POST", "$1/namespaces/bench/tables/t" .. (n % $2), nil, body)
+end
+LUA
+}
+
+# Creates namespace bench and tables t0..t15 through $api.
+tables() {
+  local json='content-type: application/json' auth="Authorization: Bearer $token"
+  curl -sf -H "$auth" -X POST "$api/namespaces" -H "$json" -d '{"namespace":["bench"]}' > /dev/null
+  for i in $(seq 0 15); do
+    curl -sf -H "$auth" -X POST "$api/namespaces/bench/tables" -H "$json" \
+      -d "{\"name\":\"t$i\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}" > /dev/null
+  done
+}
+
+# wrk against one host: "<commits/s> <non-2xx>".
+run() {
+  local out
+  out=$(taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -s "$2" -H "Authorization: Bearer $3" "$4")
+  echo "$(awk '/Requests\/sec/ {print $2}' <<< "$out") $(awk '/Non-2xx/ {print $NF}' <<< "$out" | grep . || echo 0)"
+}
+
+echo "updateTable; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-34s %12s %10s\n' run "commits/s" "non-2xx"
+start_rustberg 18184
+tables
+lua "/v1/catalog" 1 > "$work/one.lua"
+lua "/v1/catalog" 16 > "$work/spread.lua"
+read -r rate refused < <(run 1 "$work/one.lua" "$token" "http://127.0.0.1:18184")
+printf '%-34s %12s %10s\n' "redb, sequential, one table" "$rate" "$refused"
+read -r rate refused < <(run 16 "$work/spread.lua" "$token" "http://127.0.0.1:18184")
+printf '%-34s %12s %10s\n' "redb, 16 writers on 16 tables" "$rate" "$refused"
+
+command -v psql > /dev/null && psql "$PG/postgres" -qc 'select 1' > /dev/null 2>&1 || { echo "no PostgreSQL at $PG: skipped"; exit 0; }
+psql "$PG/postgres" -qc 'drop database if exists rustberg_bench' -c 'create database rustberg_bench' > /dev/null
+shared="$work/shared"
+mkdir -p "$shared/warehouse"
+secret=bench-secret
+hash=$(printf '%s' "$secret" | "$target/release/rustberg" hash-secret)
+for port in 18185 18186; do
+  cat > "$shared/$port.toml" <<TOML
+[server]
+listen = "127.0.0.1:$port"
+data_dir = "$shared/data-$port"
+[storage]
+catalog_url = "$PG/rustberg_bench"
+warehouse_location = "file://$shared/warehouse"
+[auth.principals.root]
+tenant = "ops"
+role = "admin"
+server_admin = true
+secret_hash = "$hash"
+TOML
+  RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$shared/$port.toml" > "$shared/$port.log" 2>&1 &
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
+done
+token=$(curl -sf "http://127.0.0.1:18185/v1/oauth/tokens" -d grant_type=client_credentials \
+  -d client_id=root -d "client_secret=$secret" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
+api="http://127.0.0.1:18185/v1/catalog"
+tables
+# The second host starts half-way round, so the hosts meet on a table only by chance.
+lua "/v1/catalog" 16 8 > "$work/spread-b.lua"
+run 8 "$work/spread.lua" "$token" "http://127.0.0.1:18185" > "$work/a" &
+run 8 "$work/spread-b.lua" "$token" "http://127.0.0.1:18186" > "$work/b"
+wait $!
+read -r a_rate a_refused < "$work/a"
+read -r b_rate b_refused < "$work/b"
+printf '%-34s %12s %10s\n' "Postgres, 2 hosts, 16 on 16 tables" "$(echo "$a_rate + $b_rate" | bc)" "$((a_refused + b_refused))"
+kill $(jobs -p) 2>/dev/null || true
+wait 2>/dev/null || true
+psql "$PG/postgres" -qc 'drop database if exists rustberg_bench' > /dev/null
