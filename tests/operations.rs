@@ -33,6 +33,11 @@ async fn a_request_id_is_returned_and_carried_by_the_requests_log_lines() {
     let (_, generated) = create(&s, "fine", None).await;
     let (_, next) = create(&s, "fine2", None).await;
     assert!(generated.len() > 12 && next.len() > 12 && generated != next, "generated ids: {generated:?} {next:?}");
+    // An id that could forge a log line's structure, or flood it, is replaced.
+    for unfit in ["a b", "x\"}{\"y", &"z".repeat(129)] {
+        let (_, echoed) = create(&s, "fine3", Some(unfit)).await;
+        assert!(echoed != unfit && echoed.len() > 12 && echoed.len() <= 128, "{unfit:?} came back as {echoed:?}");
+    }
     let (status, echoed) = create(&s, "trap", Some("trace-me-42")).await;
     assert_eq!((status, echoed.as_str()), (500, "trace-me-42"));
     let log = s.output_once_it_says("the backend trapped");

@@ -258,7 +258,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let app = api::router(state)
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
-        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()));
+        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
+        .layer(tower::util::MapRequestLayer::new(unfit_request_id_dropped));
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
@@ -286,6 +287,25 @@ fn request_span(request: &axum::extract::Request) -> tracing::Span {
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
     tracing::error_span!("request", request_id = id)
+}
+
+/// The longest request id a client may choose.
+const REQUEST_ID_MAX: usize = 128;
+
+/// Drops a client's `X-Request-Id` that is too long or holds anything but letters,
+/// digits and `-_.:`: it goes into every log and audit line of the request, where a
+/// forged structure or a megabyte of it has no place. The request then gets one of ours.
+fn unfit_request_id_dropped<B>(mut request: http::Request<B>) -> http::Request<B> {
+    let fit = |id: &http::HeaderValue| {
+        let id = id.as_bytes();
+        !id.is_empty()
+            && id.len() <= REQUEST_ID_MAX
+            && id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    };
+    if request.headers().get("x-request-id").is_some_and(|id| !fit(id)) {
+        request.headers_mut().remove("x-request-id");
+    }
+    request
 }
 
 /// Request ids for requests that bring none: this process's random prefix and a
