@@ -45,27 +45,36 @@ pub async fn create_from_updates(
         }
     }
     let schema = schema.ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
+    // The property is taken out of the properties whichever version wins.
+    let from_properties = format_version(&mut properties)?;
+    let format_version = version.unwrap_or(from_properties);
     let placement = locations::place(mount, ident, location.as_deref()).await?;
-    let mut creation = TableCreation {
+    let creation = TableCreation {
         name: ident.name.clone(),
         location: Some(placement.location.to_string()),
-        format_version: format_version(&mut properties)?,
+        format_version,
         schema,
         partition_spec: spec,
         sort_order: order,
         properties,
     };
-    if let Some(version) = version {
-        creation.format_version = version;
-    }
-    let mut builder = TableMetadataBuilder::from_table_creation(creation)?;
-    if let Some(uuid) = uuid {
-        builder = builder.assign_uuid(uuid);
-    }
-    for update in rest {
-        builder = update.apply(builder)?;
-    }
-    let metadata = builder.build()?.metadata;
+    let built = TableMetadataBuilder::from_table_creation(creation).and_then(|mut builder| {
+        if let Some(uuid) = uuid {
+            builder = builder.assign_uuid(uuid);
+        }
+        for update in rest {
+            builder = update.apply(builder)?;
+        }
+        builder.build()
+    });
+    // A reservation the store made for the table goes when the metadata cannot be built.
+    let metadata = match built {
+        Ok(built) => built.metadata,
+        Err(e) => {
+            placement.release(mount).await;
+            return Err(e.into());
+        }
+    };
     create(mount, ident, &metadata, &placement).await.map_err(|e| match e {
         Error::AlreadyExists(m) => Error::CommitFailed(m),
         e => e,
