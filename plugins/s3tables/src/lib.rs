@@ -220,12 +220,12 @@ impl Guest for S3Tables {
         }
     }
 
-    fn create_table(table: Ident, state_: Pointer) -> Result<(), Error> {
+    fn create_table(table: Ident, first: Pointer) -> Result<(), Error> {
         let current = state(&table)?;
         if current.metadata_location.is_some() {
             return Err(Error::AlreadyExists(format!("{}.{} already exists", dotted(&table.namespace), table.name)));
         }
-        install(&table, &state_.metadata_location, &current.version_token)
+        install(&table, &first.metadata_location, &current.version_token)
     }
 
     fn commit_table(table: Ident, expected: String, new: Pointer) -> Result<(), Error> {
