@@ -116,17 +116,17 @@ fn pointer(metadata_location: String) -> Pointer {
     Pointer { metadata_location, metadata_json: String::new(), config: vec![], storage_credentials: String::new() }
 }
 
-/// One page of a listing at `path`, the rows under `rows` named by `name`.
+/// One page of a listing at `path` asked with `query` (its filter and page size), the rows
+/// under `rows` named by `name`.
 fn list(
     path: &str,
-    filter: &[(&str, &str)],
+    query: &[(&str, &str)],
     rows: &str,
     page: PageRequest,
     name: fn(&Value) -> Option<String>,
 ) -> Result<(Vec<(String, String)>, bool), Error> {
     let fetch = |token: Option<&str>| {
-        let mut query: Vec<(&str, &str)> = filter.to_vec();
-        query.push((if rows == "tables" { "maxTables" } else { "maxNamespaces" }, PAGE));
+        let mut query: Vec<(&str, &str)> = query.to_vec();
         if let Some(token) = token {
             query.push(("continuationToken", token));
         }
@@ -158,7 +158,7 @@ impl Guest for S3Tables {
         }
         let path = format!("/namespaces/{}", segment(&bucket_arn()?));
         let name = |row: &Value| row["namespace"][0].as_str().map(str::to_string);
-        let (rows, done) = list(&path, &[], "namespaces", page, name)?;
+        let (rows, done) = list(&path, &[("maxNamespaces", PAGE)], "namespaces", page, name)?;
         let items = rows.into_iter().map(|(name, cursor)| NamespaceEntry { namespace: vec![name], cursor }).collect();
         Ok(NamespacePage { items, done })
     }
@@ -205,7 +205,7 @@ impl Guest for S3Tables {
         let name = namespace(&ns)?;
         let path = format!("/tables/{}", segment(&bucket_arn()?));
         let row_name = |row: &Value| row["name"].as_str().map(str::to_string);
-        let (rows, done) = list(&path, &[("namespace", name)], "tables", page, row_name)?;
+        let (rows, done) = list(&path, &[("namespace", name), ("maxTables", PAGE)], "tables", page, row_name)?;
         Ok(NamePage { items: rows.into_iter().map(|(name, cursor)| NameEntry { name, cursor }).collect(), done })
     }
 
