@@ -1,10 +1,18 @@
 //! Key spaces on redb. One file holds any number of key spaces, one redb table
 //! each. Versions come from a per-file counter that only grows.
+//!
+//! Commits share fsyncs (group commit): each commit is applied without syncing, and
+//! waits until a later durable commit covers it. Whichever waiter finds no sync under
+//! way makes one, for every commit applied so far; the others wait for it. So 16
+//! concurrent writers pay for about one fsync between them, and no commit returns
+//! before it is on disk. A commit is visible to this process's readers up to one
+//! fsync before it is durable; a crash in that window loses a write that nobody was
+//! told had landed.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
-use redb::{Database, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableTable, TableDefinition};
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
 
@@ -19,6 +27,71 @@ const VERSION_LEN: usize = 8;
 #[derive(Clone)]
 pub struct RedbStore {
     db: Arc<Database>,
+    sync: Arc<GroupSync>,
+}
+
+/// How far the file's commits have been made durable.
+#[derive(Default)]
+struct GroupSync {
+    state: Mutex<SyncState>,
+    synced: Condvar,
+}
+
+#[derive(Default)]
+struct SyncState {
+    /// Commits applied (each took the next number once its commit returned).
+    applied: u64,
+    /// Durable commits made for them.
+    syncs: u64,
+    /// Every commit numbered up to this one is on disk.
+    durable: u64,
+    /// A waiter is syncing now.
+    syncing: bool,
+}
+
+impl GroupSync {
+    /// Numbers a commit that has just been applied.
+    fn applied(&self) -> u64 {
+        let mut state = self.state.lock().expect("group sync");
+        state.applied += 1;
+        state.applied
+    }
+
+    /// Returns once commit `number` is durable, syncing for everyone if nobody is.
+    fn wait_durable(&self, db: &Database, number: u64) -> Result<(), KvError> {
+        let mut state = self.state.lock().expect("group sync");
+        loop {
+            if state.durable >= number {
+                return Ok(());
+            }
+            if state.syncing {
+                state = self.synced.wait(state).expect("group sync");
+                continue;
+            }
+            // Every commit numbered so far has returned, so a durable commit begun
+            // now (redb runs write transactions one at a time) covers them all.
+            let target = state.applied;
+            state.syncing = true;
+            drop(state);
+            let outcome = sync(db);
+            state = self.state.lock().expect("group sync");
+            state.syncing = false;
+            state.syncs += 1;
+            if outcome.is_ok() {
+                state.durable = state.durable.max(target);
+            }
+            self.synced.notify_all();
+            // A failed sync fails its own commit; each waiter left tries again.
+            outcome?;
+        }
+    }
+}
+
+/// An empty durable commit: it makes every earlier non-durable commit durable.
+fn sync(db: &Database) -> Result<(), KvError> {
+    let mut txn = db.begin_write().map_err(store_err)?;
+    txn.set_durability(Durability::Immediate);
+    txn.commit().map_err(store_err)
 }
 
 impl RedbStore {
@@ -31,12 +104,12 @@ impl RedbStore {
         let txn = db.begin_write().map_err(store_err)?;
         txn.open_table(COUNTER).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
-        Ok(Self { db: Arc::new(db) })
+        Ok(Self { db: Arc::new(db), sync: Arc::default() })
     }
 
     /// The key space `name`, created if missing.
     pub fn space(&self, name: &str) -> Result<RedbSpace, KvError> {
-        let space = RedbSpace { db: self.db.clone(), table: format!("kv:{name}") };
+        let space = RedbSpace { db: self.db.clone(), sync: self.sync.clone(), table: format!("kv:{name}") };
         let txn = self.db.begin_write().map_err(store_err)?;
         txn.open_table(space.def()).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
@@ -48,6 +121,7 @@ impl RedbStore {
 #[derive(Clone)]
 pub struct RedbSpace {
     db: Arc<Database>,
+    sync: Arc<GroupSync>,
     table: String,
 }
 
@@ -91,9 +165,18 @@ impl RedbSpace {
             .collect()
     }
 
-    /// Applies every write if every check holds, atomically and durably.
+    /// Applies every write if every check holds, atomically and durably (blocking
+    /// until a group sync covers it).
     pub fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let txn = self.db.begin_write().map_err(store_err)?;
+        self.apply(checks, writes)?;
+        let number = self.sync.applied();
+        self.sync.wait_durable(&self.db, number)
+    }
+
+    /// Applies the commit without waiting for the disk.
+    fn apply(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        let mut txn = self.db.begin_write().map_err(store_err)?;
+        txn.set_durability(Durability::None);
         {
             let mut table = txn.open_table(self.def()).map_err(store_err)?;
             for check in checks {
@@ -168,6 +251,28 @@ mod tests {
         let stale = a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"4")]);
         assert!(matches!(stale, Err(KvError::Conflict)));
         assert_eq!(a.get(b"k").unwrap().unwrap().value, b"3");
+    }
+
+    #[test]
+    fn concurrent_commits_share_syncs_and_all_land() {
+        let (_dir, a, _) = space();
+        let writers: Vec<_> = (0..16)
+            .map(|w| {
+                let a = a.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20 {
+                        a.commit(&[], &[put(format!("{w}/{i}").as_bytes(), b"")]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        assert_eq!(a.scan(b"", None, usize::MAX).unwrap().len(), 320);
+        let state = a.sync.state.lock().unwrap();
+        assert_eq!(state.durable, 320, "every commit returned durable");
+        assert!(state.syncs < 320, "16 writers shared fsyncs: {} for 320 commits", state.syncs);
     }
 
     #[test]

@@ -1,0 +1,82 @@
+//! Every acknowledged write survives `kill -9`: a server is killed in the middle of a
+//! storm of writes (namespace creates and table commits from 16 writers), started
+//! again on its data directory, and every write it answered 200 is there.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use support::{schema, Api, Server};
+
+const WRITERS: usize = 16;
+
+/// What one writer was told had landed: namespaces it created and property keys it set
+/// on its own table.
+#[derive(Default)]
+struct Acknowledged {
+    namespaces: Vec<String>,
+    properties: Vec<String>,
+}
+
+/// Writes until `stop`, alternating a namespace create and a commit to table `t{w}`;
+/// a request cut off by the kill is simply not acknowledged.
+async fn storm(api: Api, w: usize, stop: Arc<AtomicBool>) -> Acknowledged {
+    let mut acked = Acknowledged::default();
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let name = format!("w{w}-{n}");
+        let create = api.client.post(api.url("/namespaces")).json(&json!({"namespace": [name]})).send().await;
+        if create.is_ok_and(|r| r.status() == 200) {
+            acked.namespaces.push(name);
+        }
+        let key = format!("k{n}");
+        let commit =
+            json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {key.clone(): "1"}}]});
+        let sent = api.client.post(api.url(&format!("/namespaces/db/tables/t{w}"))).json(&commit).send().await;
+        if sent.is_ok_and(|r| r.status() == 200) {
+            acked.properties.push(key);
+        }
+    }
+    acked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_acknowledged_write_survives_kill_9() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    for w in 0..WRITERS {
+        let created = s.post("/namespaces/db/tables", json!({"name": format!("t{w}"), "schema": schema()})).await;
+        assert_eq!(created.0, 200, "{}", created.1);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS).map(|w| tokio::spawn(storm(Api::clone(&s), w, stop.clone()))).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // `restart` kills the process with SIGKILL while the writers are still sending.
+    let s = s.restart("").expect("the server starts again after kill -9");
+    stop.store(true, Ordering::Relaxed);
+    let mut acked = Vec::new();
+    for writer in writers {
+        acked.push(writer.await.unwrap());
+    }
+    let namespaces: usize = acked.iter().map(|a| a.namespaces.len()).sum();
+    let commits: usize = acked.iter().map(|a| a.properties.len()).sum();
+    assert!(namespaces > 0 && commits > 0, "the storm wrote something before the kill");
+
+    for (w, acked) in acked.iter().enumerate() {
+        for name in &acked.namespaces {
+            assert_eq!(s.head(&format!("/namespaces/{name}")).await, 204, "acknowledged namespace {name} was lost");
+        }
+        let (status, table) = s.get(&format!("/namespaces/db/tables/t{w}")).await;
+        assert_eq!(status, 200, "{table}");
+        let properties = &table["metadata"]["properties"];
+        for key in &acked.properties {
+            assert_eq!(properties[key], "1", "acknowledged commit {key} to t{w} was lost: {properties}");
+        }
+    }
+    eprintln!("{namespaces} namespace creates and {commits} commits acknowledged before the kill, all kept");
+}
