@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::state::owner_key;
 use super::{end_of, grants, store_err, Authorizer, Resource};
 use crate::error::Error;
 use crate::storage::kv::{Check, Entry, KvError, Write};
@@ -71,7 +72,7 @@ impl Authorizer {
         let key = match &effect {
             Effect::Own { root, .. } => {
                 let key = own_key(root);
-                checks.push(Check::Absent(Self::owner_key(root)));
+                checks.push(Check::Absent(owner_key(root)));
                 checks.push(Check::Absent(key.clone()));
                 key
             }
@@ -100,21 +101,23 @@ impl Authorizer {
         let mut writes = vec![Write { key: intent.key.clone(), value: None }];
         match &intent.effect {
             Effect::Own { root, tenant } => {
-                writes.push(Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) })
+                writes.push(Write { key: owner_key(root), value: Some(tenant.as_bytes().to_vec()) })
             }
             Effect::Forget { resource } => {
                 // Nothing created later under this name may inherit its grants or owner.
-                for grant in self.all_grants().await?.iter().filter(|g| resource.covers(&g.resource)) {
-                    writes.push(Write { key: grants::key(&grant.id), value: None });
+                let root = resource.namespace().first().map_or("", String::as_str);
+                for grant in self.grants_on_root(root).await?.iter().filter(|g| resource.covers(&g.resource)) {
+                    writes.push(grants::removal(grant));
                 }
                 if let Resource::Namespace(ns) = resource {
                     if let [root] = ns.as_slice() {
-                        writes.push(Write { key: Self::owner_key(root), value: None });
+                        writes.push(Write { key: owner_key(root), value: None });
                     }
                 }
             }
             Effect::Move { from, to } => {
-                for grant in self.all_grants().await?.into_iter().filter(|g| &g.resource == from) {
+                let root = from.namespace().first().map_or("", String::as_str);
+                for grant in self.grants_on_root(root).await?.into_iter().filter(|g| &g.resource == from) {
                     let moved = grants::Grant { resource: to.clone(), ..grant };
                     writes.push(grants::write(&moved)?);
                 }
@@ -158,12 +161,16 @@ mod tests {
         let authz = authorizer(&dir).await;
         let own = Effect::Own { root: "sales".into(), tenant: "acme".into() };
         let intent = authz.intend(own.clone()).await.unwrap();
-        assert!(authz.current().await.unwrap().owners.is_empty(), "nobody owns it before the backend change");
+        assert_eq!(
+            authz.current().await.unwrap().state.owners().count(),
+            0,
+            "nobody owns it before the backend change"
+        );
         let again = authz.intend(own.clone()).await.unwrap_err();
         assert!(matches!(again, Error::AlreadyExists(_)), "a second creator waits for nobody: {again}");
         assert_eq!(authz.intents().await.unwrap().len(), 1);
         authz.fulfil(&intent).await.unwrap();
-        assert_eq!(authz.current().await.unwrap().owners.get("sales").map(String::as_str), Some("acme"));
+        assert_eq!(authz.current().await.unwrap().state.owner("sales").map(String::as_str), Some("acme"));
         assert!(authz.intents().await.unwrap().is_empty());
         assert!(matches!(authz.intend(own).await, Err(Error::AlreadyExists(_))), "an owned root exists");
     }
@@ -191,7 +198,7 @@ mod tests {
         authz.fulfil(&drop).await.unwrap();
         let grants = authz.all_grants().await.unwrap();
         assert_eq!(grants.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(), [kept.id.as_str()]);
-        assert!(authz.current().await.unwrap().owners.is_empty(), "the dropped root has no owner");
+        assert_eq!(authz.current().await.unwrap().state.owners().count(), 0, "the dropped root has no owner");
     }
 
     #[tokio::test]

@@ -12,8 +12,10 @@
 //! - A caller that may not read something is told it does not exist (404); one that
 //!   may read but not write gets 403. Listings filter; they never deny.
 
+mod changes;
 mod grants;
 mod intents;
+mod state;
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -23,11 +25,12 @@ use serde::{Deserialize, Serialize};
 
 pub use grants::{Grant, Grantee};
 pub use intents::{Effect, Intent};
+use state::State;
 
 use crate::audit::{AuditLog, Decision, Record, Rule, Vend};
 use crate::auth::{Principal, Role};
 use crate::error::Error;
-use crate::storage::kv::{Check, KvError, KvStore, Write};
+use crate::storage::kv::{KvError, KvStore, Write};
 use crate::telemetry;
 
 /// What a caller may do. Each level includes the ones below it.
@@ -112,33 +115,24 @@ fn store_err(e: KvError) -> Error {
     Error::Unavailable(format!("the host store: {e}"))
 }
 
-const OWNER: &str = "owner/";
-/// Rewritten by every change, so its version says whether a snapshot is current.
-const VERSION: &[u8] = b"authz-version";
-
-/// The whole authorization state (owners and grants), kept in memory so a decision
-/// reads one version number and does no other I/O. The host key space holds the
-/// truth: every change is written there (with the version key, in the same commit),
-/// and a snapshot older than the stored version is reloaded before deciding, so a
-/// change made through any host sharing the store applies at once.
-#[derive(Debug, Default)]
-struct Snapshot {
-    /// The stored version key's version when this was loaded (0: none stored yet);
-    /// `None` before the first load.
-    version: Option<u64>,
-    owners: HashMap<String, String>,
-    grants: HashMap<Grantee, Vec<Grant>>,
+/// The authorization state this host knows, and on a shared store the number of the
+/// last change it has applied.
+#[derive(Clone, Default)]
+struct Known {
+    state: State,
+    change: u64,
 }
 
-/// Ownership records and grants.
+/// Ownership records and grants, kept in memory so a decision does no I/O (on a shared
+/// Postgres root it reads one version key, to apply other hosts' changes at once).
 pub struct Authorizer {
     /// Each mount's configured owner: authoritative for the whole mount.
     mount_owners: Arc<HashMap<String, String>>,
+    /// The host key space: the durable copy of every owner and grant.
     space: KvStore,
-    snapshot: RwLock<Arc<Snapshot>>,
-    /// One reload at a time: requests that find the snapshot stale wait for it and
-    /// share its result.
-    reloading: tokio::sync::Mutex<()>,
+    known: RwLock<Arc<Known>>,
+    /// Changes are applied to memory one at a time.
+    applying: tokio::sync::Mutex<()>,
     audit: Arc<AuditLog>,
 }
 
@@ -149,11 +143,12 @@ impl Authorizer {
         let authz = Self {
             mount_owners: Arc::new(mount_owners),
             space,
-            snapshot: RwLock::new(Arc::new(Snapshot::default())),
-            reloading: tokio::sync::Mutex::new(()),
+            known: RwLock::default(),
+            applying: tokio::sync::Mutex::new(()),
             audit: Arc::new(AuditLog::off()),
         };
-        authz.current().await?;
+        let loaded = authz.load_all().await?;
+        authz.install(loaded);
         Ok(authz)
     }
 
@@ -162,89 +157,42 @@ impl Authorizer {
         Self { audit: Arc::new(audit), ..self }
     }
 
-    /// The snapshot, reloaded first if the store has changed since it was taken. A
-    /// redb file belongs to this process alone, so there every change is made here and
-    /// reloads at once; only a shared (Postgres) store is asked for its version.
-    async fn current(&self) -> Result<Arc<Snapshot>, Error> {
-        let held = self.snapshot.read().expect("authorization snapshot").clone();
-        if held.version.is_some() && matches!(self.space, KvStore::Redb(_)) {
-            return Ok(held);
-        }
-        self.reload_if_changed(held).await
+    fn known(&self) -> Arc<Known> {
+        self.known.read().expect("authorization state").clone()
     }
 
-    async fn stored_version(&self) -> Result<Option<u64>, Error> {
-        Ok(Some(self.space.get(VERSION).await.map_err(store_err)?.map_or(0, |e| e.version)))
+    /// Installs what a change (applied under `applying`) made known.
+    fn install(&self, known: Known) -> Arc<Known> {
+        let known = Arc::new(known);
+        *self.known.write().expect("authorization state") = known.clone();
+        known
     }
 
-    async fn reload_if_changed(&self, held: Arc<Snapshot>) -> Result<Arc<Snapshot>, Error> {
-        let version = self.stored_version().await?;
-        if held.version >= version {
-            return Ok(held);
+    /// The current state: on a shared store, with other hosts' changes applied.
+    async fn current(&self) -> Result<Arc<Known>, Error> {
+        if self.shared() {
+            self.catch_up().await
+        } else {
+            Ok(self.known())
         }
-        let _one_reload = self.reloading.lock().await;
-        // Whoever held the lock before may have loaded this version already.
-        let installed = self.snapshot.read().expect("authorization snapshot").clone();
-        if installed.version >= version {
-            return Ok(installed);
-        }
-        // The version is read before the state, so the state is at least that new.
-        let version = self.stored_version().await?;
-        let mut snapshot = Snapshot { version, ..Snapshot::default() };
-        let owners = self.space.scan(OWNER.as_bytes(), Some(&end_of(OWNER)), usize::MAX).await.map_err(store_err)?;
-        for entry in owners {
-            let root = String::from_utf8_lossy(&entry.key[OWNER.len()..]).into_owned();
-            snapshot.owners.insert(root, String::from_utf8_lossy(&entry.value).into_owned());
-        }
-        for grant in grants::load(&self.space).await? {
-            snapshot.grants.entry(grant.grantee.clone()).or_default().push(grant);
-        }
-        Ok(self.install(Arc::new(snapshot)))
     }
 
-    /// Installs `snapshot` unless a newer one is installed already (stored versions
-    /// only grow); the one installed afterwards.
-    fn install(&self, snapshot: Arc<Snapshot>) -> Arc<Snapshot> {
-        let mut installed = self.snapshot.write().expect("authorization snapshot");
-        if snapshot.version >= installed.version {
-            *installed = snapshot;
-        }
-        installed.clone()
-    }
-
-    /// Writes a change, with the version key, in one commit.
+    /// Writes a change in one commit and applies it.
     async fn change(&self, writes: Vec<Write>) -> Result<(), Error> {
         self.change_if(&[], writes).await.map(|_| ())
-    }
-
-    /// Writes a change, with the version key, in one commit if `checks` hold; false if
-    /// they did not.
-    async fn change_if(&self, checks: &[Check], writes: Vec<Write>) -> Result<bool, Error> {
-        let mut writes = writes;
-        writes.push(Write { key: VERSION.to_vec(), value: Some(Vec::new()) });
-        match self.space.commit(checks, &writes).await {
-            Ok(()) => {}
-            Err(KvError::Conflict) => return Ok(false),
-            Err(e) => return Err(store_err(e)),
-        }
-        let held = self.snapshot.read().expect("authorization snapshot").clone();
-        self.reload_if_changed(held).await.map(|_| true)
-    }
-
-    fn owner_key(root: &str) -> Vec<u8> {
-        format!("{OWNER}{root}").into_bytes()
     }
 
     /// Records the owner of a root namespace (tests; requests go through intents).
     #[cfg(test)]
     pub async fn set_owner(&self, root: &str, tenant: &str) -> Result<(), Error> {
-        self.change(vec![Write { key: Self::owner_key(root), value: Some(tenant.as_bytes().to_vec()) }]).await
+        self.change(vec![Write { key: state::owner_key(root), value: Some(tenant.as_bytes().to_vec()) }]).await
     }
 
     /// Whether `tenant` owns a root namespace or a mount.
     pub async fn owns_anything(&self, tenant: &str) -> Result<bool, Error> {
-        let owners = self.current().await?;
-        Ok(self.mount_owners.values().chain(owners.owners.values()).any(|owner| owner == tenant))
+        let known = self.current().await?;
+        let owns = self.mount_owners.values().chain(known.state.owners()).any(|owner| owner == tenant);
+        Ok(owns)
     }
 
     /// Everything needed to decide for one caller during one request.
@@ -254,7 +202,7 @@ impl Authorizer {
             caller,
             grantees,
             mount_owners: self.mount_owners.clone(),
-            snapshot: self.current().await?,
+            known: self.current().await?,
             audit: self.audit.clone(),
         })
     }
@@ -279,7 +227,7 @@ pub struct Access {
     /// The caller and its tenant, as grantees.
     grantees: [Grantee; 2],
     mount_owners: Arc<HashMap<String, String>>,
-    snapshot: Arc<Snapshot>,
+    known: Arc<Known>,
     audit: Arc<AuditLog>,
 }
 
@@ -302,14 +250,14 @@ impl Access {
         let root = resource.namespace().first()?;
         // A mount's declared owner decides for the whole mount; nothing its backend
         // stores can change that.
-        let owner = self.mount_owners.get(root).or_else(|| self.snapshot.owners.get(root))?;
+        let owner = self.mount_owners.get(root).or_else(|| self.known.state.owner(root))?;
         if self.caller.server_admin {
             return Some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
         }
         let role = self.caller.role;
         let mut best = (self.caller.tenant == *owner)
             .then(|| Held { privilege: role_privilege(role), rule: Rule::Owner { tenant: owner, role } });
-        for grant in self.grantees.iter().filter_map(|g| self.snapshot.grants.get(g)).flatten() {
+        for grant in self.grantees.iter().flat_map(|g| self.known.state.held(g, root)) {
             if grant.resource.covers(resource) && best.is_none_or(|b| grant.privilege > b.privilege) {
                 best = Some(Held { privilege: grant.privilege, rule: Rule::Grant { grant: &grant.id } });
             }
@@ -445,19 +393,8 @@ impl Access {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn an_older_snapshot_never_replaces_a_newer_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::storage::kv::RedbStore::open(&dir.path().join("h.redb")).unwrap();
-        let authz = Authorizer::load(KvStore::Redb(store.space("h").unwrap()), HashMap::new()).await.unwrap();
-        let newer = Arc::new(Snapshot { version: Some(7), ..Snapshot::default() });
-        assert_eq!(authz.install(newer).version, Some(7));
-        let older = Arc::new(Snapshot { version: Some(5), ..Snapshot::default() });
-        assert_eq!(authz.install(older).version, Some(7), "a late reload of an older version is dropped");
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn concurrent_changes_all_reach_the_snapshot() {
+    async fn concurrent_changes_all_reach_memory() {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::storage::kv::RedbStore::open(&dir.path().join("h.redb")).unwrap();
         let authz = Arc::new(Authorizer::load(KvStore::Redb(store.space("h").unwrap()), HashMap::new()).await.unwrap());
@@ -470,7 +407,7 @@ mod tests {
         for change in changes {
             change.await.unwrap();
         }
-        assert_eq!(authz.current().await.unwrap().owners.len(), 32);
+        assert_eq!(authz.current().await.unwrap().state.owners().count(), 32);
     }
 
     fn ns(parts: &[&str]) -> Vec<String> {
