@@ -70,3 +70,40 @@ async fn commits_without_requirements_all_land_across_hosts() {
     let properties = table["metadata"]["properties"].as_object().unwrap();
     assert_eq!(properties.keys().filter(|k| k.starts_with('w')).count(), 80, "{properties:?}");
 }
+
+/// A commit waits only for commits touching its own keys: while a transaction holds
+/// the lock of key `a`, a commit to `b` lands and a commit to `a` waits. A commit that
+/// checks a prefix is empty waits for every other commit of its key space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn commits_to_different_keys_do_not_wait_for_each_other() {
+    use rustberg::storage::kv::{Check, PgStore, Write};
+    use std::time::Duration;
+    let Some(pg) = postgres_database().await else { return };
+    let store = PgStore::connect(&pg, Duration::from_secs(5)).await.unwrap();
+    let space = store.space("locks");
+    let put = |key: &str| vec![Write { key: key.as_bytes().to_vec(), value: Some(b"1".to_vec()) }];
+
+    // Another writer in the middle of a commit to `a`.
+    let pool = sqlx::PgPool::connect(&pg).await.unwrap();
+    let mut holder = pool.begin().await.unwrap();
+    let (high, low) = space.key_lock(b"a");
+    sqlx::query("SELECT pg_advisory_xact_lock_shared(hashtextextended('locks', 0))")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)").bind(high).bind(low).execute(&mut *holder).await.unwrap();
+
+    let other_key = tokio::time::timeout(Duration::from_secs(5), space.commit(&[], &put("b"))).await;
+    assert!(matches!(other_key, Ok(Ok(()))), "a commit to another key does not wait: {other_key:?}");
+    let same_key = tokio::time::timeout(Duration::from_millis(500), space.commit(&[], &put("a"))).await;
+    assert!(same_key.is_err(), "a commit to the locked key waits");
+    let prefix = [Check::PrefixEmpty(b"c/".to_vec())];
+    let whole_space = tokio::time::timeout(Duration::from_millis(500), space.commit(&prefix, &put("d"))).await;
+    assert!(whole_space.is_err(), "a prefix check waits for every commit of the space");
+
+    holder.commit().await.unwrap();
+    space.commit(&[], &put("a")).await.unwrap();
+    space.commit(&prefix, &put("d")).await.unwrap();
+    let keys: Vec<_> = space.scan(b"", None, 10).await.unwrap().into_iter().map(|e| e.key).collect();
+    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"d".to_vec()]);
+}

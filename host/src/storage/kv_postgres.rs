@@ -1,11 +1,15 @@
 //! Key spaces on Postgres: one table, `rustberg_kv`, keyed by (space, key). A commit
-//! is one transaction holding a per-space advisory lock, so its checks and writes are
-//! atomic against every other commit to that space, from any process. Versions come
-//! from a sequence, so they only grow and are never reused.
+//! is one transaction holding an advisory lock on every key it checks or writes, so
+//! its checks and writes are atomic against every other commit touching those keys,
+//! from any process, while commits to other keys (another table) run alongside. A
+//! commit that checks a prefix is empty locks the whole space instead (every commit
+//! holds the space's lock shared), since a key under the prefix could be written by
+//! any other. Versions come from a sequence, so they only grow and are never reused.
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgPool, PgPoolOptions, PgTransaction};
 use sqlx::Row;
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
@@ -100,14 +104,48 @@ impl PgSpace {
         Ok(rows.iter().map(entry).collect())
     }
 
+    /// Takes the locks a commit needs, in one order for every commit (so two never
+    /// wait for each other): the space's lock, then one per key. Key locks use the
+    /// two-integer advisory lock space, apart from the space locks' single integer.
+    async fn lock(&self, tx: &mut PgTransaction<'_>, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        let whole_space = checks.iter().any(|c| matches!(c, Check::PrefixEmpty(_)));
+        let space_lock = if whole_space {
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
+        } else {
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))"
+        };
+        sqlx::query(space_lock).bind(&self.space).execute(&mut **tx).await.map_err(store_err)?;
+        if whole_space {
+            return Ok(());
+        }
+        let checked = checks.iter().map(|c| match c {
+            Check::Absent(key) | Check::Present(key) | Check::AtVersion(key, _) | Check::PrefixEmpty(key) => key,
+        });
+        let mut locks: Vec<(i32, i32)> =
+            checked.chain(writes.iter().map(|w| &w.key)).map(|key| self.key_lock(key)).collect();
+        locks.sort_unstable();
+        locks.dedup();
+        let (high, low): (Vec<i32>, Vec<i32>) = locks.into_iter().unzip();
+        sqlx::query("SELECT pg_advisory_xact_lock(h, l) FROM unnest($1::int4[], $2::int4[]) AS k(h, l)")
+            .bind(high)
+            .bind(low)
+            .execute(&mut **tx)
+            .await
+            .map_err(store_err)?;
+        Ok(())
+    }
+
+    /// The advisory lock a commit takes for one key of this space.
+    pub fn key_lock(&self, key: &[u8]) -> (i32, i32) {
+        let digest = Sha256::new().chain_update(self.space.as_bytes()).chain_update([0]).chain_update(key).finalize();
+        let word = |at: usize| i32::from_le_bytes(digest[at..at + 4].try_into().expect("four bytes"));
+        (word(0), word(4))
+    }
+
     /// Applies every write if every check holds, in one transaction.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
         let mut tx = self.pool.begin().await.map_err(store_err)?;
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(&self.space)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_err)?;
+        self.lock(&mut tx, checks, writes).await?;
         for check in checks {
             let holds = match check {
                 Check::Absent(key) | Check::Present(key) => {
