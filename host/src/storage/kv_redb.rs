@@ -1,13 +1,14 @@
 //! Key spaces on redb. One file holds any number of key spaces, one redb table
 //! each. Versions come from a per-file counter that only grows.
 //!
-//! Commits share fsyncs (group commit): each commit is applied without syncing, and
-//! waits until a later durable commit covers it. Whichever waiter finds no sync under
-//! way makes one, for every commit applied so far; the others wait for it. So 16
-//! concurrent writers pay for about one fsync between them, and no commit returns
-//! before it is on disk. A commit is visible to this process's readers up to one
-//! fsync before it is durable; a crash in that window loses a write that nobody was
-//! told had landed.
+//! Commits share fsyncs (group commit). A commit that is alone syncs as it commits.
+//! When other commits are under way, each is applied without syncing and waits until
+//! a later durable commit covers it: whichever waiter finds no sync under way makes
+//! one (an empty durable commit) for every commit applied so far, and the others wait
+//! for it. So concurrent writers pay for about one fsync per batch, and no commit
+//! returns before it is on disk. Such a commit is visible to this process's readers
+//! up to one fsync before it is durable; a crash in that window loses a write that
+//! nobody was told had landed.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -39,27 +40,42 @@ struct GroupSync {
 
 #[derive(Default)]
 struct SyncState {
-    /// Commits applied (each took the next number once its commit returned).
-    applied: u64,
-    /// Durable commits made for them.
-    syncs: u64,
-    /// Every commit numbered up to this one is on disk.
+    /// Write transactions numbered so far. A transaction takes its number while it
+    /// holds redb's writer lock, so every lower number has finished before it.
+    numbered: u64,
+    /// Every transaction numbered up to this one that committed is on disk.
     durable: u64,
+    /// Commits between their start and their return.
+    in_flight: u64,
     /// A waiter is syncing now.
     syncing: bool,
+    /// Empty durable commits made (how many fsyncs the waiters shared).
+    syncs: u64,
 }
 
 impl GroupSync {
-    /// Numbers a commit that has just been applied.
-    fn applied(&self) -> u64 {
-        let mut state = self.state.lock().expect("group sync");
-        state.applied += 1;
-        state.applied
+    fn state(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.state.lock().expect("group sync")
     }
 
-    /// Returns once commit `number` is durable, syncing for everyone if nobody is.
+    /// Numbers the write transaction the caller holds, and says whether it is the
+    /// only commit under way (it then syncs itself: nobody would share the fsync).
+    fn number(&self) -> (u64, bool) {
+        let mut state = self.state();
+        state.numbered += 1;
+        (state.numbered, state.in_flight == 1 && !state.syncing)
+    }
+
+    /// Transaction `number` committed durably: it and every one before it are on disk.
+    fn made_durable(&self, number: u64) {
+        let mut state = self.state();
+        state.durable = state.durable.max(number);
+        self.synced.notify_all();
+    }
+
+    /// Returns once transaction `number` is durable, syncing for everyone if nobody is.
     fn wait_durable(&self, db: &Database, number: u64) -> Result<(), KvError> {
-        let mut state = self.state.lock().expect("group sync");
+        let mut state = self.state();
         loop {
             if state.durable >= number {
                 return Ok(());
@@ -68,30 +84,45 @@ impl GroupSync {
                 state = self.synced.wait(state).expect("group sync");
                 continue;
             }
-            // Every commit numbered so far has returned, so a durable commit begun
-            // now (redb runs write transactions one at a time) covers them all.
-            let target = state.applied;
             state.syncing = true;
-            drop(state);
-            let outcome = sync(db);
-            state = self.state.lock().expect("group sync");
-            state.syncing = false;
             state.syncs += 1;
-            if outcome.is_ok() {
-                state.durable = state.durable.max(target);
+            drop(state);
+            let synced = self.sync(db);
+            state = self.state();
+            state.syncing = false;
+            if let Ok(covered) = synced {
+                state.durable = state.durable.max(covered);
             }
             self.synced.notify_all();
             // A failed sync fails its own commit; each waiter left tries again.
-            outcome?;
+            synced?;
         }
+    }
+
+    /// An empty durable commit, which makes every earlier commit durable; its number.
+    fn sync(&self, db: &Database) -> Result<u64, KvError> {
+        let mut txn = db.begin_write().map_err(store_err)?;
+        let (number, _) = self.number();
+        txn.set_durability(Durability::Immediate);
+        txn.commit().map_err(store_err)?;
+        Ok(number)
     }
 }
 
-/// An empty durable commit: it makes every earlier non-durable commit durable.
-fn sync(db: &Database) -> Result<(), KvError> {
-    let mut txn = db.begin_write().map_err(store_err)?;
-    txn.set_durability(Durability::Immediate);
-    txn.commit().map_err(store_err)
+/// Counts a commit as under way while it lives.
+struct InFlight<'a>(&'a GroupSync);
+
+impl<'a> InFlight<'a> {
+    fn enter(sync: &'a GroupSync) -> Self {
+        sync.state().in_flight += 1;
+        InFlight(sync)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.state().in_flight -= 1;
+    }
 }
 
 impl RedbStore {
@@ -166,17 +197,12 @@ impl RedbSpace {
     }
 
     /// Applies every write if every check holds, atomically and durably (blocking
-    /// until a group sync covers it).
+    /// until the commit, or a group sync after it, is on disk).
     pub fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        self.apply(checks, writes)?;
-        let number = self.sync.applied();
-        self.sync.wait_durable(&self.db, number)
-    }
-
-    /// Applies the commit without waiting for the disk.
-    fn apply(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        let _in_flight = InFlight::enter(&self.sync);
         let mut txn = self.db.begin_write().map_err(store_err)?;
-        txn.set_durability(Durability::None);
+        let (number, alone) = self.sync.number();
+        txn.set_durability(if alone { Durability::Immediate } else { Durability::None });
         {
             let mut table = txn.open_table(self.def()).map_err(store_err)?;
             for check in checks {
@@ -218,7 +244,13 @@ impl RedbSpace {
                 }
             }
         }
-        txn.commit().map_err(store_err)
+        txn.commit().map_err(store_err)?;
+        if alone {
+            self.sync.made_durable(number);
+            Ok(())
+        } else {
+            self.sync.wait_durable(&self.db, number)
+        }
     }
 }
 
@@ -270,8 +302,8 @@ mod tests {
             writer.join().unwrap();
         }
         assert_eq!(a.scan(b"", None, usize::MAX).unwrap().len(), 320);
-        let state = a.sync.state.lock().unwrap();
-        assert_eq!(state.durable, 320, "every commit returned durable");
+        let state = a.sync.state();
+        assert_eq!(state.durable, state.numbered, "every commit returned durable");
         assert!(state.syncs < 320, "16 writers shared fsyncs: {} for 320 commits", state.syncs);
     }
 
