@@ -12,7 +12,6 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 RB_PORT=${RB_PORT:-18181}
 NOOP_PORT=${NOOP_PORT:-18182}
-target=${CARGO_TARGET_DIR:-target}
 
 cargo build --release --quiet --bin rustberg --example noop_server
 source bench/start_rustberg.sh
@@ -28,19 +27,4 @@ for i in 1 2 3; do
   curl -sf -X POST "$api/namespaces/bench/tables/events" -H "$json" \
     -d "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\",\"updates\":{\"commit.$i\":\"value-$i\"}}]}" > /dev/null
 done
-url="$api/namespaces/bench/tables/events"
-curl -sf "$url" > "$work/body.json"
-size=$(wc -c < "$work/body.json")
-
-taskset -c 0 "$target/release/examples/noop_server" "$work/body.json" "127.0.0.1:$NOOP_PORT" > "$work/noop.log" 2>&1 &
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$NOOP_PORT/" > /dev/null && break; sleep 0.1; done
-
-rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -H "$auth" "$2" | awk '/Requests\/sec/ {print $2}'; }
-
-echo "loadTable body: $size bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-12s %14s %14s %8s\n' concurrency "noop req/s" "loadTable req/s" ratio
-for c in 1 16; do
-  noop=$(rps "$c" "http://127.0.0.1:$NOOP_PORT/v1/catalog/namespaces/bench/tables/events")
-  real=$(rps "$c" "$url")
-  printf '%-12s %14s %14s %8s\n' "$c" "$noop" "$real" "$(awk -v a="$real" -v b="$noop" 'BEGIN {printf "%.2f", a / b}')"
-done
+compare_with_noop "$api/namespaces/bench/tables/events"

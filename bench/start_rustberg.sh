@@ -20,3 +20,23 @@ TOML
     -d "client_id=${credential%%:*}" -d "client_secret=${credential#*:}" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
   api="http://127.0.0.1:$port/v1/catalog"
 }
+
+# `compare_with_noop URL`: saves URL's body, starts the no-op handler (pinned to core
+# 0, on $NOOP_PORT) serving those bytes for every GET, and prints req/s of both and
+# their ratio at concurrency 1 and 16 ($DURATION each; wrk pinned to core 1).
+compare_with_noop() {
+  local url=$1 target=${CARGO_TARGET_DIR:-target} port=${NOOP_PORT:-18182} auth="Authorization: Bearer $token"
+  command curl -sf -H "$auth" "$url" > "$work/body.json"
+  taskset -c 0 "$target/release/examples/noop_server" "$work/body.json" "127.0.0.1:$port" > "$work/noop.log" 2>&1 &
+  for _ in $(seq 100); do command curl -sf "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
+  rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -H "$auth" "$2" | awk '/Requests\/sec/ {print $2}'; }
+  echo "body: $(wc -c < "$work/body.json") bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  printf '%-12s %14s %14s %8s\n' concurrency "noop req/s" "req/s" ratio
+  for c in 1 16; do
+    local noop real
+    noop=$(rps "$c" "http://127.0.0.1:$port/${url#http://*/}")
+    real=$(rps "$c" "$url")
+    printf '%-12s %14s %14s %8s\n' "$c" "$noop" "$real" "$(awk -v a="$real" -v b="$noop" 'BEGIN {printf "%.2f", a / b}')"
+  done
+  kill %% 2>/dev/null || true
+}
