@@ -107,3 +107,37 @@ async fn commits_to_different_keys_do_not_wait_for_each_other() {
     let keys: Vec<_> = space.scan(b"", None, 10).await.unwrap().into_iter().map(|e| e.key).collect();
     assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"d".to_vec()]);
 }
+
+/// A grant or a revocation made through one host decides the next request on the
+/// other: the other host applies the change log, and a revoked grant does not linger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn grants_and_revocations_apply_on_every_host_at_once() {
+    use reqwest::Method;
+    let Some(pg) = postgres_database().await else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let config = shared_config(&pg, warehouse.path());
+    let (a_server, b_server) = (Server::start(&config), Server::start(&config));
+    let a = a_server.login("root", "pw");
+    assert_eq!(a.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "other"}))).await.0, 201);
+    let eve = json!({"name": "eve", "tenant": "other", "role": "writer"});
+    let (status, eve) = a.send(Method::POST, "/management/v1/principals", Some(eve)).await;
+    assert_eq!(status, 201, "{eve}");
+    let secret = eve["client-secret"].as_str().unwrap();
+    let (eve_on_a, eve_on_b) = (a_server.login("eve", secret), b_server.login("eve", secret));
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["shared"]})).await.0, 200);
+    assert_eq!(eve_on_b.get("/namespaces/shared").await.0, 404, "not granted yet");
+
+    let grant = json!({"namespace": ["shared"], "privilege": "read", "tenant": "other"});
+    let (status, grant) = a.send(Method::POST, "/management/v1/grants", Some(grant)).await;
+    assert_eq!(status, 201, "{grant}");
+    assert_eq!(eve_on_b.get("/namespaces/shared").await.0, 200, "granted through a, read through b");
+    let revoke = format!("/management/v1/grants/{}", grant["id"].as_str().unwrap());
+    assert_eq!(a.send(Method::DELETE, &revoke, None).await.0, 204);
+    assert_eq!(eve_on_b.get("/namespaces/shared").await.0, 404, "revoked through a, gone on b");
+
+    // A dropped root loses its owner everywhere: created again by another tenant, it is theirs.
+    assert_eq!(a.delete("/namespaces/shared").await.0, 204);
+    assert_eq!(eve_on_b.post("/namespaces", json!({"namespace": ["shared"]})).await.0, 200);
+    let (status, held) = eve_on_a.send(Method::GET, "/management/v1/permissions?namespace=shared", None).await;
+    assert_eq!((status, &held["privilege"]), (200, &json!("write")), "created through b, owned on a: {held}");
+}
