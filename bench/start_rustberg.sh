@@ -2,6 +2,11 @@
 # rustberg on PORT, pinned to core 0, with its state in a fresh folder ($work,
 # removed at exit with every background job), waits until it is ready, and logs in
 # as the admin it minted: $token is a bearer token, $api the catalog's base URL.
+
+# A set RUST_BACKTRACE makes every internal error capture a backtrace: not what a
+# server in production pays.
+unset RUST_BACKTRACE
+
 start_rustberg() {
   local port=$1 target=${CARGO_TARGET_DIR:-target}
   work=$(mktemp -d)
