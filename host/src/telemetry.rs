@@ -41,12 +41,24 @@ const BUCKETS: &[f64] =
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
+/// How often histogram samples are drained into their buckets.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Installs the process's recorder (once); later calls reuse it.
 pub fn install() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let recorder =
             PrometheusBuilder::new().set_buckets(BUCKETS).expect("the buckets are not empty").build_recorder();
         let handle = recorder.handle();
+        // A histogram keeps every sample until it is drained into its buckets, which
+        // a render or an upkeep does: drained every few seconds whether or not anybody
+        // scrapes /metrics, or memory grows with every request.
+        let upkeep = handle.clone();
+        let drain = move || loop {
+            std::thread::sleep(UPKEEP_EVERY);
+            upkeep.run_upkeep();
+        };
+        std::thread::Builder::new().name("metrics-upkeep".into()).spawn(drain).expect("starting a thread");
         // Another recorder may already be set (a test harness): then nothing is recorded
         // into ours, and /metrics shows only what it renders.
         let _ = metrics::set_global_recorder(recorder);
