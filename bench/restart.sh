@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release --quiet --bin rustberg
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# The server is started by python, not as a job of this shell: stopped by its config.
+trap 'pkill -f "rustberg serve --config $work/rustberg.toml" || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 port=18189
 cat > "$work/rustberg.toml" <<TOML
 [server]
