@@ -104,8 +104,8 @@ impl PgSpace {
         Ok(rows.iter().map(entry).collect())
     }
 
-    /// Takes the locks a commit needs, in one order for every commit (so two never
-    /// wait for each other): the space's lock, then one per key. Key locks use the
+    /// Takes the locks a commit needs, in one order for every commit (so no two wait
+    /// for each other in a cycle): the space's lock, then one per key. Key locks use the
     /// two-integer advisory lock space, apart from the space locks' single integer.
     async fn lock(&self, tx: &mut PgTransaction<'_>, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
         let whole_space = checks.iter().any(|c| matches!(c, Check::PrefixEmpty(_)));
