@@ -8,15 +8,15 @@
 //!   `authz-log/<n>` naming the keys it wrote, and sets the version key to `n`, with a
 //!   compare-and-swap on the version key, so the log has no gaps and its order is the
 //!   commit order. A host that sees a newer version reads the entries it has not
-//!   applied and re-reads the keys they name. A host further behind than the log keeps
-//!   loads everything again.
+//!   applied and re-reads the keys they name. A host further behind than the log
+//!   reaches loads everything again.
 
 use std::sync::Arc;
 
 use super::state::{State, GRANT, OWNER};
-use super::{end_of, store_err, Authorizer, Known};
+use super::{store_err, Authorizer, Known};
 use crate::error::Error;
-use crate::storage::kv::{Check, Entry, KvError, KvStore, Write};
+use crate::storage::kv::{prefix_end, swap_backoff, Check, Entry, KvError, KvStore, Write};
 
 /// Holds the number of the last change (decimal); rewritten by every change.
 const VERSION: &[u8] = b"authz-version";
@@ -24,7 +24,7 @@ const LOG: &str = "authz-log/";
 /// Log entries kept; older ones are deleted by the change that is this many newer.
 const LOG_KEPT: u64 = 4096;
 /// A change that keeps losing the version key's compare-and-swap gives up.
-const ATTEMPTS: u32 = 64;
+const ATTEMPTS: usize = 64;
 
 fn log_key(n: u64) -> Vec<u8> {
     format!("{LOG}{n:020}").into_bytes()
@@ -53,7 +53,8 @@ impl Authorizer {
         let change = change_number(&self.space.get(VERSION).await.map_err(store_err)?)?;
         let mut state = State::default();
         for prefix in [OWNER, GRANT] {
-            let entries = self.space.scan(prefix.as_bytes(), Some(&end_of(prefix)), usize::MAX).await;
+            let entries =
+                self.space.scan(prefix.as_bytes(), prefix_end(prefix.as_bytes()).as_deref(), usize::MAX).await;
             for entry in entries.map_err(store_err)? {
                 state.set(&entry.key, Some(&entry.value))?;
             }
@@ -76,6 +77,9 @@ impl Authorizer {
             self.install(known);
             return Ok(true);
         }
+        // The log entry names the keys the change writes.
+        let keys: Vec<String> = writes.iter().map(|w| String::from_utf8_lossy(&w.key).into_owned()).collect();
+        let entry = serde_json::to_vec(&keys).map_err(|e| Error::Internal(e.to_string()))?;
         for attempt in 0..ATTEMPTS {
             let version = self.space.get(VERSION).await.map_err(store_err)?;
             let n = change_number(&version)? + 1;
@@ -84,10 +88,8 @@ impl Authorizer {
                 Some(entry) => Check::AtVersion(VERSION.to_vec(), entry.version),
                 None => Check::Absent(VERSION.to_vec()),
             });
-            let keys: Vec<String> = writes.iter().map(|w| String::from_utf8_lossy(&w.key).into_owned()).collect();
             let mut logged = writes.clone();
-            let entry = serde_json::to_vec(&keys).map_err(|e| Error::Internal(e.to_string()))?;
-            logged.push(Write { key: log_key(n), value: Some(entry) });
+            logged.push(Write { key: log_key(n), value: Some(entry.clone()) });
             logged.push(Write { key: VERSION.to_vec(), value: Some(n.to_string().into_bytes()) });
             if n > LOG_KEPT {
                 logged.push(Write { key: log_key(n - LOG_KEPT), value: None });
@@ -106,8 +108,7 @@ impl Authorizer {
             if now.as_ref().map(|e| e.version) == version.as_ref().map(|e| e.version) {
                 return Ok(false);
             }
-            let backoff = rand::random_range(0..=(1u64 << attempt.min(6)));
-            tokio::time::sleep(std::time::Duration::from_millis(backoff)).await;
+            tokio::time::sleep(swap_backoff(attempt)).await;
         }
         Err(Error::Unavailable("authorization changes are contended; try again".into()))
     }
@@ -127,7 +128,8 @@ impl Authorizer {
             return Ok(self.known());
         }
         let start = log_key(known.change + 1);
-        let entries = self.space.scan(&start, Some(&end_of(LOG)), usize::MAX).await.map_err(store_err)?;
+        let end = prefix_end(LOG.as_bytes());
+        let entries = self.space.scan(&start, end.as_deref(), usize::MAX).await.map_err(store_err)?;
         if entries.first().is_none_or(|e| e.key != start) {
             // The entries this host needs were pruned: start again from the keys.
             let loaded = self.load_all().await?;

@@ -10,9 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::state::owner_key;
-use super::{end_of, grants, store_err, Authorizer, Resource};
+use super::{grants, store_err, Authorizer, Resource};
 use crate::error::Error;
-use crate::storage::kv::{Check, Entry, KvError, Write};
+use crate::storage::kv::{prefix_end, Check, Entry, KvError, Write};
 
 /// What the authorization state must do once a backend change has happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,7 +133,8 @@ impl Authorizer {
 
     /// Every intent still waiting.
     pub async fn intents(&self) -> Result<Vec<Intent>, Error> {
-        let entries = self.space.scan(INTENT.as_bytes(), Some(&end_of(INTENT)), usize::MAX).await.map_err(store_err)?;
+        let end = prefix_end(INTENT.as_bytes());
+        let entries = self.space.scan(INTENT.as_bytes(), end.as_deref(), usize::MAX).await.map_err(store_err)?;
         entries.into_iter().map(Intent::stored).collect()
     }
 }

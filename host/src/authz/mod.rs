@@ -215,12 +215,6 @@ pub fn manages_tenant(caller: &Principal, tenant: &str) -> bool {
     caller.server_admin || (caller.role == Role::Admin && caller.tenant == tenant)
 }
 
-fn end_of(prefix: &str) -> Vec<u8> {
-    let mut end = prefix.as_bytes().to_vec();
-    *end.last_mut().expect("a non-empty prefix") += 1;
-    end
-}
-
 /// One caller's view of the authorization state, fixed for the request.
 pub struct Access {
     pub caller: Arc<Principal>,

@@ -87,6 +87,15 @@ impl KvStore {
     }
 }
 
+/// How long to wait before retrying a compare-and-swap lost for the `attempt`-th
+/// time: a random share of a window that doubles up to 64 ms, so writers on other
+/// hosts that lost together do not meet again.
+pub fn swap_backoff(attempt: usize) -> std::time::Duration {
+    use rand::Rng as _;
+    let window_ms = 1u64 << attempt.min(6);
+    std::time::Duration::from_micros(rand::rng().random_range(0..=window_ms * 1000))
+}
+
 /// The first key after every key that starts with `prefix` (`None`: no such key).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();

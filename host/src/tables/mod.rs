@@ -28,15 +28,6 @@ use crate::storage::location_index::{ClaimId, ClaimKind};
 /// requirement, or a table that never stops changing, reaches the client as 409.
 const COMMIT_ATTEMPTS: usize = 16;
 
-/// How long to wait before re-applying a commit that lost its swap for the
-/// `attempt`-th time: a random share of a window that doubles up to 64 ms, so
-/// writers on other hosts that lost together do not meet again.
-fn backoff(attempt: usize) -> std::time::Duration {
-    use rand::Rng as _;
-    let window_ms = 1u64 << attempt.min(6);
-    std::time::Duration::from_micros(rand::rng().random_range(0..=window_ms * 1000))
-}
-
 /// What the client sent to create a table.
 pub struct NewTable {
     pub name: String,
@@ -287,7 +278,7 @@ pub async fn commit(
     let _turn = serial::one_at_a_time(&mount.space, ident).await;
     for attempt in 0..COMMIT_ATTEMPTS {
         if attempt > 0 {
-            tokio::time::sleep(backoff(attempt)).await;
+            tokio::time::sleep(crate::storage::kv::swap_backoff(attempt)).await;
         }
         let prepared = prepare(mount, ident, requirements, updates).await?;
         let committed = Committed {
