@@ -18,12 +18,19 @@ fn shared_config(pg: &str, warehouse: &std::path::Path) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_hosts_share_one_catalog() {
-    let Some(pg) = postgres_database().await else { return };
+/// Two hosts over a fresh database and one warehouse folder (kept while they run); `None`
+/// when no PostgreSQL is reachable.
+async fn two_hosts() -> Option<(tempfile::TempDir, Server, Server)> {
+    let pg = postgres_database().await?;
     let warehouse = tempfile::tempdir().unwrap();
     let config = shared_config(&pg, warehouse.path());
     let (a, b) = (Server::start(&config), Server::start(&config));
+    Some((warehouse, a, b))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hosts_share_one_catalog() {
+    let Some((_warehouse, a, b)) = two_hosts().await else { return };
     let (a, b) = (a.login("root", "pw"), b.login("root", "pw"));
 
     assert_eq!(a.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
@@ -46,10 +53,7 @@ async fn two_hosts_share_one_catalog() {
 /// base by the server, so every commit lands and none is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn commits_without_requirements_all_land_across_hosts() {
-    let Some(pg) = postgres_database().await else { return };
-    let warehouse = tempfile::tempdir().unwrap();
-    let config = shared_config(&pg, warehouse.path());
-    let (a, b) = (Server::start(&config), Server::start(&config));
+    let Some((_warehouse, a, b)) = two_hosts().await else { return };
     let hosts = [a.login("root", "pw"), b.login("root", "pw")];
     assert_eq!(hosts[0].post("/namespaces", json!({"namespace": ["props"]})).await.0, 200);
     assert_eq!(hosts[0].post("/namespaces/props/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
@@ -113,10 +117,7 @@ async fn commits_to_different_keys_do_not_wait_for_each_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn grants_and_revocations_apply_on_every_host_at_once() {
     use reqwest::Method;
-    let Some(pg) = postgres_database().await else { return };
-    let warehouse = tempfile::tempdir().unwrap();
-    let config = shared_config(&pg, warehouse.path());
-    let (a_server, b_server) = (Server::start(&config), Server::start(&config));
+    let Some((_warehouse, a_server, b_server)) = two_hosts().await else { return };
     let a = a_server.login("root", "pw");
     assert_eq!(a.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "other"}))).await.0, 201);
     let eve = json!({"name": "eve", "tenant": "other", "role": "writer"});
