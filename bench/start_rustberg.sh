@@ -1,22 +1,26 @@
-# Sourced by the benchmarks. `start_rustberg PORT` starts the release build of
+# Sourced by the benchmarks. `start_rustberg PORT [TOML]` starts the release build of
 # rustberg on PORT, pinned to core 0, with its state in a fresh folder ($work,
-# removed at exit with every background job), waits until it is ready, and logs in
-# as the admin it minted: $token is a bearer token, $api the catalog's base URL.
+# removed at exit with every background job) and TOML added to its configuration,
+# waits until it is ready, and logs in as the admin it minted: $token is a bearer
+# token, $api the catalog's base URL.
 
+# $RUSTBERG_BIN runs another build (an older one, to measure before and after).
 # A set RUST_BACKTRACE makes every internal error capture a backtrace: not what a
 # server in production pays.
 unset RUST_BACKTRACE
 
 start_rustberg() {
-  local port=$1 target=${CARGO_TARGET_DIR:-target}
+  local port=$1 extra=${2:-} target=${CARGO_TARGET_DIR:-target}
   work=$(mktemp -d)
-  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+  works="${works:-} $work"
+  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf $works' EXIT
   cat > "$work/rustberg.toml" <<TOML
 [server]
 listen = "127.0.0.1:$port"
 data_dir = "$work/data"
+$extra
 TOML
-  RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
+  RUST_LOG=warn taskset -c 0 "${RUSTBERG_BIN:-$target/release/rustberg}" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
   # The admin the server minted is printed at start-up.
   local credential
@@ -28,7 +32,8 @@ TOML
 
 # `compare_with_noop URL`: saves URL's body, starts the no-op handler (pinned to core
 # 0, on $NOOP_PORT) serving those bytes for every GET, and prints req/s of both and
-# their ratio at concurrency 1 and 16 ($DURATION each; wrk pinned to core 1).
+# their ratio at each concurrency of $CONCURRENCY (default 1 and 16; $DURATION each;
+# wrk pinned to core 1).
 compare_with_noop() {
   local url=$1 target=${CARGO_TARGET_DIR:-target} port=${NOOP_PORT:-18182} auth="Authorization: Bearer $token"
   command curl -sf -H "$auth" "$url" > "$work/body.json"
@@ -37,7 +42,7 @@ compare_with_noop() {
   rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -H "$auth" "$2" | awk '/Requests\/sec/ {print $2}'; }
   echo "body: $(wc -c < "$work/body.json") bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
   printf '%-12s %14s %14s %8s\n' concurrency "noop req/s" "req/s" ratio
-  for c in 1 16; do
+  for c in ${CONCURRENCY:-1 16}; do
     local noop real
     noop=$(rps "$c" "http://127.0.0.1:$port/${url#http://*/}")
     real=$(rps "$c" "$url")

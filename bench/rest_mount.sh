@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# What a rest mount adds to a loadTable: a second Rustberg (the remote) holds a table;
+# the first mounts it as `remote` and serves it as remote.bench.t. Both servers are
+# pinned to core 0, wrk (one connection) to core 1; prints the latency percentiles of
+# asking the remote directly and through the mount, and the difference of the medians.
+#
+#   bash bench/rest_mount.sh               # 10 s per run
+#   DURATION=5s bash bench/rest_mount.sh
+#
+# Needs: wrk (apt-get install wrk), taskset (util-linux), curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+
+cargo build --release --quiet --bin rustberg
+source bench/start_rustberg.sh
+
+# The remote, with one table (the loadTable body of bench/load_table.sh's size class).
+start_rustberg 18191
+remote_token=$token remote_api=$api
+json='content-type: application/json'
+curl -sf -H "Authorization: Bearer $token" -H "$json" -X POST "$api/namespaces" -d '{"namespace":["bench"]}' > /dev/null
+curl -sf -H "Authorization: Bearer $token" -H "$json" -X POST "$api/namespaces/bench/tables" -d '{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true},{"id":2,"name":"ts","type":"timestamptz","required":false},{"id":3,"name":"payload","type":"string","required":false}]},"partition-spec":{"spec-id":0,"fields":[{"source-id":2,"field-id":1000,"name":"day","transform":"day"}]}}' > /dev/null
+
+# The mounting server, with the remote mounted under its token.
+export BENCH_REMOTE_TOKEN=$remote_token
+start_rustberg 18192 "$(cat <<TOML
+[mount.remote]
+backend     = "rest"
+catalog_url = "http://127.0.0.1:18191"
+owner       = "default"
+token_env   = "BENCH_REMOTE_TOKEN"
+TOML
+)" || { cat "$work/rustberg.log"; exit 1; }
+mount_token=$token mount_api=$api
+direct="$remote_api/namespaces/bench/tables/t"
+mounted="$mount_api/namespaces/remote%1Fbench/tables/t"
+curl -sf -H "Authorization: Bearer $mount_token" "$mounted" > /dev/null || {
+  echo "the mounted table does not load"; cat "$work/rustberg.log"; exit 1
+}
+
+# p50/p90/p99 in microseconds, from wrk's --latency table.
+percentiles() {
+  taskset -c 1 wrk -t1 -c1 -d"$DURATION" --latency -H "Authorization: Bearer $1" "$2" | awk '
+    function us(v) { if (v ~ /us$/) return v + 0; if (v ~ /ms$/) return v * 1000; return v * 1000000 }
+    $1 == "50%" { p50 = us($2) } $1 == "90%" { p90 = us($2) } $1 == "99%" { p99 = us($2) }
+    /Requests\/sec/ { rps = $2 }
+    END { printf "%8.0f %8.0f %8.0f %10s\n", p50, p90, p99, rps }'
+}
+echo "loadTable, one connection; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-14s %8s %8s %8s %10s\n' path "p50 µs" "p90 µs" "p99 µs" "req/s"
+d=$(percentiles "$remote_token" "$direct"); printf '%-14s %s\n' direct "$d"
+m=$(percentiles "$mount_token" "$mounted"); printf '%-14s %s\n' "through mount" "$m"
+echo "added at p50: $(( $(echo "$m" | awk '{print $1}') - $(echo "$d" | awk '{print $1}') )) µs"
