@@ -6,6 +6,7 @@
 
 use axum::http::header::CONTENT_TYPE;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use axum::Router;
 use bytes::Bytes;
 
@@ -21,5 +22,9 @@ async fn main() {
     }));
     let listener = tokio::net::TcpListener::bind(&listen).await.expect("binding");
     println!("noop: listening on http://{}", listener.local_addr().unwrap());
+    // As rustberg's listener.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await.unwrap();
 }

@@ -4,6 +4,7 @@ use std::future::IntoFuture;
 use std::sync::Arc;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use rand::RngCore;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 
@@ -262,6 +263,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .layer(tower::util::MapRequestLayer::new(unfit_request_id_dropped));
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    // A response goes out as soon as it is written: its last small part (a load's body
+    // is sent as the parts around the metadata) must not wait for the peer's ACK.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
         let _ = stopped.await;
     });

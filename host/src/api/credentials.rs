@@ -93,8 +93,8 @@ pub async fn load(
     let (mount, ident) =
         members::resolve(&state, caller.clone(), &raw, name.clone(), Privilege::Read, Kind::Table).await?;
     mount.require_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials")?;
-    let pointer = tables::load(mount, &ident, delegation(&headers)).await?;
-    let location = tables::location(mount, &pointer).await?;
+    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation(&headers)).await?).await?;
+    let location = tables::location(mount, &loaded.held)?;
     let list = match vend(&state, &caller, mount, &ns, &name, &location).await {
         Some(vended) => vended.to_value(),
         None => serde_json::json!([]),

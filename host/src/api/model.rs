@@ -1,9 +1,14 @@
 //! Request and response bodies of the REST API, as the spec names their fields.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
+use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use iceberg::spec::{Schema, SortOrder, UnboundPartitionSpec};
 use iceberg::{TableRequirement, TableUpdate};
 use serde::{Deserialize, Serialize};
@@ -127,10 +132,11 @@ impl DropTableQuery {
 }
 
 /// A LoadTableResult (or CommitTableResponse without `config`), written with the
-/// stored metadata JSON embedded as it is: no parse and re-serialize on a load.
+/// metadata JSON embedded as it is: no parse and re-serialize on a load, and no copy
+/// (the body is sent as the parts around it and the held JSON itself).
 pub struct TableResult<'a> {
     pub metadata_location: Option<&'a str>,
-    pub metadata_json: &'a str,
+    pub metadata_json: Bytes,
     pub config: Option<&'a [(String, String)]>,
     /// A JSON array to pass on as `storage-credentials` (a remote's own), or empty.
     pub storage_credentials: &'a str,
@@ -138,25 +144,55 @@ pub struct TableResult<'a> {
 
 impl IntoResponse for TableResult<'_> {
     fn into_response(self) -> Response {
-        let mut body = String::with_capacity(self.metadata_json.len() + 256);
-        body.push('{');
+        let mut head = String::with_capacity(256);
+        head.push('{');
         if let Some(location) = self.metadata_location {
-            body.push_str("\"metadata-location\":");
-            body.push_str(&serde_json::to_string(location).expect("a string serializes"));
-            body.push(',');
+            head.push_str("\"metadata-location\":");
+            head.push_str(&serde_json::to_string(location).expect("a string serializes"));
+            head.push(',');
         }
-        body.push_str("\"metadata\":");
-        body.push_str(self.metadata_json);
+        head.push_str("\"metadata\":");
+        let mut tail = String::new();
         if let Some(config) = self.config {
             let config: HashMap<&str, &str> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            body.push_str(",\"config\":");
-            body.push_str(&serde_json::to_string(&config).expect("a map of strings serializes"));
+            tail.push_str(",\"config\":");
+            tail.push_str(&serde_json::to_string(&config).expect("a map of strings serializes"));
         }
         if !self.storage_credentials.is_empty() {
-            body.push_str(",\"storage-credentials\":");
-            body.push_str(self.storage_credentials);
+            tail.push_str(",\"storage-credentials\":");
+            tail.push_str(self.storage_credentials);
         }
-        body.push('}');
-        ([(CONTENT_TYPE, "application/json")], body).into_response()
+        tail.push('}');
+        let body = Parts::new([Bytes::from(head), self.metadata_json, Bytes::from(tail)]);
+        ([(CONTENT_TYPE, "application/json")], Body::new(body)).into_response()
+    }
+}
+
+/// A body sent as a few buffers, its length known (so it goes with a Content-Length).
+struct Parts(VecDeque<Bytes>);
+
+impl Parts {
+    fn new(parts: impl IntoIterator<Item = Bytes>) -> Self {
+        Self(parts.into_iter().filter(|p| !p.is_empty()).collect())
+    }
+}
+
+impl http_body::Body for Parts {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|part| Ok(http_body::Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.0.iter().map(|p| p.len() as u64).sum())
     }
 }

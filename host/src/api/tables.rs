@@ -72,10 +72,10 @@ pub async fn create(
         let vended = vend().await;
         let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
         let (config, storage_credentials) = with_vended(&[], vended);
-        let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+        let metadata_json = serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
         let response = TableResult {
             metadata_location: None,
-            metadata_json: &metadata_json,
+            metadata_json: metadata_json.into(),
             config: Some(&config),
             storage_credentials: &storage_credentials,
         };
@@ -87,7 +87,7 @@ pub async fn create(
     let (config, storage_credentials) = with_vended(&[], vended);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
-        metadata_json: &committed.metadata_json,
+        metadata_json: committed.metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
     };
@@ -136,22 +136,23 @@ pub async fn load(
     let delegation = credentials::delegation(&headers);
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
-    let pointer = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
+    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
+    let pointer = &loaded.pointer;
     if !vending {
         return Ok(TableResult {
             metadata_location: Some(&pointer.metadata_location),
-            metadata_json: &pointer.metadata_json,
+            metadata_json: loaded.held.json.clone(),
             config: Some(&pointer.config),
             storage_credentials: &pointer.storage_credentials,
         }
         .into_response());
     }
-    let location = tables::location(mount, &pointer).await?;
+    let location = tables::location(mount, &loaded.held)?;
     let vended = credentials::vend(&state, &caller, mount, &parse_namespace(&raw)?, &ident.name, &location).await;
     let (config, storage_credentials) = with_vended(&pointer.config, vended);
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
-        metadata_json: &pointer.metadata_json,
+        metadata_json: loaded.held.json.clone(),
         config: Some(&config),
         storage_credentials: &storage_credentials,
     }
@@ -182,7 +183,7 @@ pub async fn commit(
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
-        metadata_json: &committed.metadata_json,
+        metadata_json: committed.metadata_json,
         config: None,
         storage_credentials: "",
     }
@@ -214,7 +215,7 @@ pub async fn register(
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
-        metadata_json: &committed.metadata_json,
+        metadata_json: committed.metadata_json,
         config: Some(&[]),
         storage_credentials: "",
     }

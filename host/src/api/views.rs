@@ -6,6 +6,7 @@ use axum::extract::{Path, State as AxState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use bytes::Bytes;
 use iceberg::spec::{Schema, ViewVersion};
 use iceberg::ViewUpdate;
 use serde::Deserialize;
@@ -47,7 +48,7 @@ pub struct RegisterViewRequest {
     metadata_location: String,
 }
 
-fn result(location: &str, json: &str) -> Response {
+fn result(location: &str, json: Bytes) -> Response {
     TableResult { metadata_location: Some(location), metadata_json: json, config: Some(&[]), storage_credentials: "" }
         .into_response()
 }
@@ -76,7 +77,7 @@ pub async fn create(
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
     let committed = views::create(mount, &ident, new).await?;
-    Ok(result(&committed.metadata_location, &committed.metadata_json))
+    Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 
 pub async fn load(
@@ -85,8 +86,8 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
-    let pointer = tables::servable(mount, views::load(mount, &ident).await?).await?;
-    Ok(result(&pointer.metadata_location, &pointer.metadata_json))
+    let loaded = tables::servable(mount, views::load(mount, &ident).await?).await?;
+    Ok(result(&loaded.pointer.metadata_location, loaded.held.json.clone()))
 }
 
 pub async fn exists(
@@ -106,7 +107,7 @@ pub async fn replace(
 ) -> Result<Response, Error> {
     let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
-    Ok(result(&committed.metadata_location, &committed.metadata_json))
+    Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 
 pub async fn drop(
@@ -130,7 +131,7 @@ pub async fn register(
     let ns = parse_namespace(&raw)?;
     let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
     let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
-    Ok(result(&committed.metadata_location, &committed.metadata_json))
+    Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 
 pub async fn rename(

@@ -6,6 +6,7 @@
 //! at its next start and skips what it claimed. Something that cannot be claimed
 //! (an older table overlapping another) is logged and left as it is.
 
+use super::held;
 use super::locations::{self, Placement};
 use crate::error::Error;
 use crate::mounts::{Mount, Mounts};
@@ -114,13 +115,20 @@ async fn namespace(mount: &Mount, ns: &[String]) -> Result<usize, Error> {
 /// Claims one table's or view's location, where nothing claims it yet. Its
 /// namespaces are not checked: an older table may lie anywhere in the warehouse.
 async fn member(mount: &Mount, ident: &Ident, kind: ClaimKind) -> usize {
-    let loaded = match kind {
-        ClaimKind::View => mount.backend.load_view(ident.clone()).await,
-        _ => mount.backend.load_table(ident.clone(), None).await,
+    let location = match kind {
+        ClaimKind::View => match mount.backend.load_view(ident.clone()).await {
+            Ok(pointer) => locations::recorded_location(&pointer.metadata_json).ok(),
+            Err(_) => None,
+        },
+        // A table's pointer may not carry its metadata: the host holds it.
+        _ => match mount.backend.load_table(ident.clone(), None).await {
+            Ok(mut pointer) => held::current(mount, &mut pointer).await.ok().map(|held| held.location.clone()),
+            Err(_) => None,
+        },
     };
-    let location = match loaded.map(|pointer| locations::recorded_location(&pointer.metadata_json)) {
-        Ok(Ok(location)) => location,
-        _ => {
+    let location = match location {
+        Some(location) => location,
+        None => {
             tracing::warn!(mount = mount.label(), name = %ident.name, "location index: cannot read its location");
             return 0;
         }

@@ -3,6 +3,7 @@
 //! writing metadata files, and the compare-and-swap of the pointer.
 
 pub mod backfill;
+pub mod held;
 pub mod locations;
 mod purge;
 mod serial;
@@ -11,7 +12,10 @@ pub mod views;
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
 
+use bytes::Bytes;
+use iceberg::compression::CompressionCodec;
 use iceberg::spec::{FormatVersion, Schema, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec};
 use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 
@@ -38,10 +42,10 @@ pub struct NewTable {
     pub properties: HashMap<String, String>,
 }
 
-/// A table's state after a create or a commit.
+/// A table's (or view's) state after a create or a commit.
 pub struct Committed {
     pub metadata_location: String,
-    pub metadata_json: String,
+    pub metadata_json: Bytes,
 }
 
 /// A table's name as clients see it (the mount name restored).
@@ -109,25 +113,34 @@ pub fn table_location(mount: &Mount, metadata: &TableMetadata) -> Result<Locatio
         .map_err(locations::bad_location("the table location", metadata.location()))
 }
 
-/// Writes a metadata file under the table's location and returns its location and JSON.
+/// Writes a metadata file under the table's location, serializing it once, and holds
+/// it (see [`held`]); returns its location and JSON.
 async fn write_metadata(
     mount: &Mount,
     location: MetadataLocation,
-    metadata: &TableMetadata,
+    metadata: TableMetadata,
 ) -> Result<Committed, Error> {
-    let io = mount.warehouse()?.scoped_io(&table_location(mount, metadata)?);
-    metadata
-        .write_to(&io, &location)
-        .await
-        .map_err(|e| Error::Internal(format!("writing table metadata to {location}: {e}")))?;
-    let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
-    Ok(Committed { metadata_location: location.to_string(), metadata_json })
+    let io = mount.warehouse()?.scoped_io(&table_location(mount, &metadata)?);
+    let json = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?);
+    let failed = |e: iceberg::Error| Error::Internal(format!("writing table metadata to {location}: {e}"));
+    match location.compression_codec() {
+        CompressionCodec::None => io.new_output(location.to_string()).map_err(failed)?.write(json.clone()).await,
+        // A compressed file is written by the spec crate, which compresses what it serializes.
+        _ => metadata.write_to(&io, &location).await,
+    }
+    .map_err(failed)?;
+    let metadata_location = location.to_string();
+    held::keep_built(mount, &metadata_location, json.clone(), Arc::new(metadata));
+    Ok(Committed { metadata_location, metadata_json: json })
 }
 
+/// The pointer a backend records for a table or view. It carries the metadata JSON
+/// (a backend may need to read it: Glue describes the table's columns); the native
+/// backend records a table's without it.
 fn pointer_of(committed: &Committed) -> Pointer {
     Pointer {
         metadata_location: committed.metadata_location.clone(),
-        metadata_json: committed.metadata_json.clone(),
+        metadata_json: String::from_utf8_lossy(&committed.metadata_json).into_owned(),
         config: vec![],
         storage_credentials: String::new(),
     }
@@ -151,7 +164,7 @@ pub async fn create(
         }
     };
     let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
-    let committed = match write_metadata(mount, location, metadata).await {
+    let committed = match write_metadata(mount, location, metadata.clone()).await {
         Ok(committed) => committed,
         Err(e) => {
             locations::abandon(warehouse, None, &claim).await;
@@ -189,76 +202,30 @@ pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> R
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
-/// A loaded pointer ready to hand to a client: its metadata JSON read from the metadata
-/// file when the backend kept only the location, and refused (502 naming the mount)
-/// unless it is well-formed JSON — it is spliced into the response as it is.
-pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Pointer, Error> {
-    let location = pointer.metadata_location.clone();
-    let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
-    if pointer.metadata_json.is_empty() {
-        let warehouse = mount
-            .served_files()
-            .ok_or_else(|| unusable("was not returned, and this server reads no files of this mount".into()))?;
-        let read = async { warehouse.io().new_input(&location)?.read().await };
-        let bytes = read.await.map_err(|e| unusable(format!("was not returned and cannot be read: {e}")))?;
-        pointer.metadata_json = String::from_utf8(bytes.to_vec()).map_err(|_| unusable("is not UTF-8 text".into()))?;
-    }
-    if !well_formed(mount, &pointer) {
-        return Err(unusable("is not valid JSON".into()));
-    }
-    Ok(pointer)
+/// A loaded table ready to hand to a client.
+pub struct Loaded {
+    /// The pointer; its metadata JSON, if the backend returned any, moved to `held`.
+    pub pointer: Pointer,
+    pub held: Arc<held::Held>,
 }
 
-/// Metadata already found well-formed, by the hash of its mount, metadata location and
-/// length: a metadata file is written once, so a load of an unchanged table skips the
-/// parse. (This guards against a backend's mistakes; one returning other JSON of the
-/// same length for a location only misleads the clients of its own tables.)
-static WELL_FORMED: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<u64>>> =
-    std::sync::LazyLock::new(Default::default);
-const WELL_FORMED_CAPACITY: usize = 10_000;
-
-fn well_formed(mount: &Mount, pointer: &Pointer) -> bool {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&mount.space, &pointer.metadata_location, pointer.metadata_json.len()).hash(&mut hasher);
-    let key = hasher.finish();
-    if WELL_FORMED.lock().expect("metadata memo").contains(&key) {
-        return true;
-    }
-    if serde_json::from_str::<serde::de::IgnoredAny>(&pointer.metadata_json).is_err() {
-        return false;
-    }
-    let mut memo = WELL_FORMED.lock().expect("metadata memo");
-    if memo.len() >= WELL_FORMED_CAPACITY {
-        memo.clear();
-    }
-    memo.insert(key);
-    true
+/// A loaded pointer with its metadata (see [`held::served`]).
+pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Loaded, Error> {
+    let held = held::served(mount, &mut pointer).await?;
+    Ok(Loaded { pointer, held })
 }
 
-/// Parses the metadata a backend returned (reading the file if it kept only the location).
-pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
-    if pointer.metadata_json.is_empty() {
-        let warehouse = mount.warehouse()?;
-        return TableMetadata::read_from(warehouse.io(), &pointer.metadata_location)
-            .await
-            .map_err(|e| Error::Internal(format!("reading {}: {e}", pointer.metadata_location)));
-    }
-    serde_json::from_str(&pointer.metadata_json)
-        .map_err(|e| Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location)))
+/// The current metadata of a loaded table, to change it.
+pub async fn current_metadata(mount: &Mount, pointer: &mut Pointer) -> Result<TableMetadata, Error> {
+    held::current(mount, pointer)
+        .await?
+        .metadata()
+        .map_err(|e| Error::Internal(format!("the metadata of {} is invalid: {e}", pointer.metadata_location)))
 }
 
-/// Where a table's files live, checked, without parsing the whole metadata when the
-/// backend returned it.
-pub async fn location(mount: &Mount, pointer: &Pointer) -> Result<Location, Error> {
-    let raw = if pointer.metadata_json.is_empty() {
-        current_metadata(mount, pointer).await?.location().to_string()
-    } else {
-        locations::recorded_location(&pointer.metadata_json).map_err(|e| {
-            Error::Internal(format!("the stored metadata of {} is invalid: {e}", pointer.metadata_location))
-        })?
-    };
-    mount.warehouse()?.locate(&raw).map_err(locations::bad_location("the table location", &raw))
+/// Where a table's files live, checked.
+pub fn location(mount: &Mount, held: &held::Held) -> Result<Location, Error> {
+    mount.warehouse()?.locate(&held.location).map_err(locations::bad_location("the table location", &held.location))
 }
 
 /// Applies a commit: checks every requirement against the current metadata,
@@ -281,14 +248,10 @@ pub async fn commit(
             tokio::time::sleep(crate::storage::kv::swap_backoff(attempt)).await;
         }
         let prepared = prepare(mount, ident, requirements, updates).await?;
-        let committed = Committed {
-            metadata_location: prepared.new.metadata_location.clone(),
-            metadata_json: prepared.new.metadata_json.clone(),
-        };
         match mount.backend.commit_table(ident.clone(), prepared.expected.clone(), prepared.new.clone()).await {
-            Ok(()) => return Ok(committed),
+            Ok(()) => return Ok(prepared.committed),
             Err(e) if e.kind.did_not_apply() => {
-                prepared.undo(warehouse).await;
+                prepared.undo(mount, warehouse).await;
                 if e.kind != BackendErrorKind::Conflict {
                     return Err(Error::from_backend(e, no_such_table(mount, ident)));
                 }
@@ -299,17 +262,20 @@ pub async fn commit(
     Err(Error::CommitFailed(format!("table {} kept changing under concurrent commits; retry", dotted(mount, ident))))
 }
 
-/// A change written and ready to swap in: what the swap expects, the new state,
-/// and a location newly claimed for it (a `set-location`).
+/// A change written and ready to swap in: what the swap expects, the new state (as
+/// the backend records it, and as the client is answered), and a location newly
+/// claimed for it (a `set-location`).
 struct Prepared {
     expected: String,
     new: Pointer,
+    committed: Committed,
     claim: Option<NewClaim>,
 }
 
 impl Prepared {
     /// Removes what was written for a change that did not apply.
-    async fn undo(&self, warehouse: &crate::storage::warehouse::Warehouse) {
+    async fn undo(&self, mount: &Mount, warehouse: &crate::storage::warehouse::Warehouse) {
+        held::forget(mount, &self.new.metadata_location);
         locations::abandon(warehouse, Some(&self.new.metadata_location), &self.claim).await;
     }
 }
@@ -323,8 +289,8 @@ async fn prepare(
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
 ) -> Result<Prepared, Error> {
-    let pointer = load(mount, ident, None).await?;
-    let current = current_metadata(mount, &pointer).await?;
+    let mut pointer = load(mount, ident, None).await?;
+    let current = current_metadata(mount, &mut pointer).await?;
     for requirement in requirements {
         requirement.check(Some(&current)).map_err(|e| {
             Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
@@ -355,20 +321,15 @@ async fn prepare(
         }
         _ => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
     };
-    let committed = match write_metadata(mount, location, &metadata).await {
+    let committed = match write_metadata(mount, location, metadata).await {
         Ok(committed) => committed,
         Err(e) => {
             locations::abandon(mount.warehouse()?, None, &claim).await;
             return Err(e);
         }
     };
-    let new = Pointer {
-        metadata_location: committed.metadata_location,
-        metadata_json: committed.metadata_json,
-        config: pointer.config,
-        storage_credentials: String::new(),
-    };
-    Ok(Prepared { expected: pointer.metadata_location, new, claim })
+    let new = Pointer { config: pointer.config, ..pointer_of(&committed) };
+    Ok(Prepared { expected: pointer.metadata_location, new, committed, claim })
 }
 
 /// One table's part of a multi-table commit.
@@ -421,7 +382,7 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
         }
     }
     for (_, p) in &prepared {
-        p.undo(warehouse).await;
+        p.undo(mount, warehouse).await;
     }
     outcome
 }
@@ -441,7 +402,8 @@ pub async fn register(
     let metadata_location = file.to_string();
     let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
-    let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let metadata_json = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?);
+    held::keep_built(mount, &metadata_location, metadata_json.clone(), Arc::new(metadata));
     let committed = Committed { metadata_location, metadata_json };
     let existing = match overwrite {
         false => None,
@@ -451,7 +413,7 @@ pub async fn register(
             Err(e) => return Err(e),
         },
     };
-    let Some(existing) = existing else {
+    let Some(mut existing) = existing else {
         let claim =
             Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
         if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
@@ -462,9 +424,9 @@ pub async fn register(
         }
         return Ok(committed);
     };
-    let current = current_metadata(mount, &existing).await?;
+    let current = held::current(mount, &mut existing).await?;
     let claim =
-        locations::claim_move(mount, &ident.namespace, current.location(), &location.to_string(), ClaimKind::Table)
+        locations::claim_move(mount, &ident.namespace, &current.location, &location.to_string(), ClaimKind::Table)
             .await?;
     if let Err(e) = mount.backend.commit_table(ident.clone(), existing.metadata_location, pointer_of(&committed)).await
     {
@@ -490,7 +452,8 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
     let Some(warehouse) = mount.warehouse.clone() else {
         return Ok(());
     };
-    let metadata = current_metadata(mount, &pointer).await;
+    let mut pointer = pointer;
+    let metadata = current_metadata(mount, &mut pointer).await;
     let table = dotted(mount, ident);
     let after = tokio::spawn(async move {
         let metadata = match metadata {

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
+
 use iceberg::spec::{Schema, ViewMetadata, ViewMetadataBuilder, ViewVersion};
 use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
@@ -51,7 +53,7 @@ fn apply(update: ViewUpdate, builder: ViewMetadataBuilder) -> Result<ViewMetadat
 
 /// Writes a view metadata file under the view's location.
 async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) -> Result<Committed, Error> {
-    let metadata_json = serde_json::to_string(metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let metadata_json = Bytes::from(serde_json::to_vec(metadata).map_err(|e| Error::Internal(e.to_string()))?);
     let location = format!(
         "{}/metadata/{version:05}-{}.metadata.json",
         metadata.location().trim_end_matches('/'),
@@ -63,7 +65,7 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
         .map_err(locations::bad_location("the view location", metadata.location()))?;
     let output = warehouse.scoped_io(&scope).new_output(&location).map_err(|e| Error::Internal(e.to_string()))?;
     output
-        .write(metadata_json.clone().into())
+        .write(metadata_json.clone())
         .await
         .map_err(|e| Error::Internal(format!("writing view metadata to {location}: {e}")))?;
     Ok(Committed { metadata_location: location, metadata_json })
@@ -192,7 +194,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
     let metadata: ViewMetadata = serde_json::from_slice(&bytes)
         .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
-    let metadata_json = serde_json::to_string(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let metadata_json = serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?.into();
     let committed = Committed { metadata_location, metadata_json };
     let claim = Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
     if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {

@@ -156,12 +156,22 @@ fn explain_create_conflict(kind: u8, id: &Ident) -> Error {
     }
 }
 
+/// What is recorded of a table or view. A table's metadata JSON is not: the host
+/// holds it (the metadata file, and memory), so loading a table moves only its
+/// pointer across the boundary. A view's is kept beside its pointer.
+fn record(kind: u8, mut state: Pointer) -> Vec<u8> {
+    if kind == keys::TABLE {
+        state.metadata_json.clear();
+    }
+    codec::encode_pointer(&state)
+}
+
 fn create_member(kind: u8, id: Ident, state: Pointer) -> Result<(), Error> {
     let ns_key = keys::namespace(&id.namespace)?;
     let key = keys::member(kind, &id.namespace, &id.name)?;
     let twin = keys::member(other(kind), &id.namespace, &id.name)?;
     let checks = [Check::Present(ns_key), Check::Absent(key.clone()), Check::Absent(twin)];
-    let writes = [Write { key, value: Some(codec::encode_pointer(&state)) }];
+    let writes = [Write { key, value: Some(record(kind, state)) }];
     match kv::commit(&checks, &writes) {
         Err(Error::Conflict(_)) => Err(explain_create_conflict(kind, &id)),
         other => other,
@@ -180,7 +190,7 @@ fn commit_member(kind: u8, id: Ident, expected: String, new: Pointer) -> Result<
         )));
     }
     let checks = [Check::AtVersion((entry.key.clone(), entry.version))];
-    let writes = [Write { key: entry.key, value: Some(codec::encode_pointer(&new)) }];
+    let writes = [Write { key: entry.key, value: Some(record(kind, new)) }];
     kv::commit(&checks, &writes).map_err(|e| match e {
         Error::Conflict(_) => Error::Conflict(format!(
             "{} {}.{} was changed by a concurrent commit",
@@ -416,7 +426,7 @@ impl Guest for Native {
                 )));
             }
             checks.push(Check::AtVersion((entry.key.clone(), entry.version)));
-            writes.push(Write { key: entry.key, value: Some(codec::encode_pointer(&c.new)) });
+            writes.push(Write { key: entry.key, value: Some(record(keys::TABLE, c.new)) });
         }
         kv::commit(&checks, &writes).map_err(|e| match e {
             Error::Conflict(_) => {

@@ -1,0 +1,138 @@
+//! Table metadata the host holds in memory: the JSON of the metadata files it wrote
+//! or read, by mount and metadata location, under a byte budget. A metadata file is
+//! written once and never changed, so what is held for a location is never stale.
+//!
+//! Backends record a table's pointer, not its metadata (the native backend keeps
+//! only the location): a load takes the JSON from here, or reads the file once, so
+//! the metadata never crosses the plugin boundary on a load, and a commit made on
+//! this host hands the next commit its metadata without a parse.
+
+use std::sync::{Arc, LazyLock};
+
+use bytes::Bytes;
+use iceberg::spec::TableMetadata;
+
+use crate::error::Error;
+use crate::mounts::Mount;
+use crate::plugins::bindings::Pointer;
+use crate::storage::warehouse::Warehouse;
+
+/// What is held of one metadata file.
+pub struct Held {
+    /// The file's JSON, uncompressed: what clients are served.
+    pub json: Bytes,
+    /// The table location it records, as written (empty if it records none).
+    pub location: String,
+    /// The metadata itself, when this host built it.
+    built: Option<Arc<TableMetadata>>,
+}
+
+impl Held {
+    /// The metadata, parsed (or copied, when this host built it).
+    pub fn metadata(&self) -> Result<TableMetadata, serde_json::Error> {
+        match &self.built {
+            Some(built) => Ok(TableMetadata::clone(built)),
+            None => serde_json::from_slice(&self.json),
+        }
+    }
+}
+
+/// The memory all held metadata may take, counted as its JSON's size (a built
+/// metadata counted again, several times over: parsed, it takes more than its JSON).
+const BUDGET_BYTES: u64 = 256 << 20;
+const BUILT_WEIGHT: usize = 4;
+
+/// The mount's key space and the metadata location: a location of one mount never
+/// answers for another's.
+type Key = (String, String);
+
+static HELD: LazyLock<moka::sync::Cache<Key, Arc<Held>>> = LazyLock::new(|| {
+    moka::sync::Cache::builder()
+        .max_capacity(BUDGET_BYTES)
+        .weigher(|key: &Key, held: &Arc<Held>| {
+            let json = held.json.len() * if held.built.is_some() { 1 + BUILT_WEIGHT } else { 1 };
+            u32::try_from(json + key.0.len() + key.1.len() + held.location.len()).unwrap_or(u32::MAX)
+        })
+        .build()
+});
+
+fn key(mount: &Mount, metadata_location: &str) -> Key {
+    (mount.space.clone(), metadata_location.to_string())
+}
+
+/// Holds the metadata this host just wrote at `metadata_location`.
+pub fn keep_built(mount: &Mount, metadata_location: &str, json: Bytes, metadata: Arc<TableMetadata>) {
+    let location = metadata.location().to_string();
+    HELD.insert(key(mount, metadata_location), Arc::new(Held { json, location, built: Some(metadata) }));
+}
+
+/// Forgets a metadata file that was removed again (its commit did not apply).
+pub fn forget(mount: &Mount, metadata_location: &str) {
+    HELD.invalidate(&key(mount, metadata_location));
+}
+
+/// The metadata a loaded pointer names, for serving it: taken from the pointer when
+/// the backend returned it (a remote catalog's), else held, else read from the
+/// mount's served files. The pointer's JSON is moved out. Metadata that is not
+/// well-formed JSON is refused (502, naming the mount): it is spliced into responses
+/// as it is.
+pub async fn served(mount: &Mount, pointer: &mut Pointer) -> Result<Arc<Held>, Error> {
+    held(mount, pointer, mount.served_files(), "this server reads no files of this mount").await
+}
+
+/// The metadata a loaded pointer names, for changing it: as [`served`], reading the
+/// file from the mount's warehouse.
+pub async fn current(mount: &Mount, pointer: &mut Pointer) -> Result<Arc<Held>, Error> {
+    held(mount, pointer, mount.warehouse.as_ref(), "the mount has no warehouse on this server").await
+}
+
+async fn held(
+    mount: &Mount,
+    pointer: &mut Pointer,
+    files: Option<&Warehouse>,
+    no_files: &str,
+) -> Result<Arc<Held>, Error> {
+    let location = &pointer.metadata_location;
+    let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
+    let key = key(mount, location);
+    let returned = std::mem::take(&mut pointer.metadata_json);
+    if let Some(held) = HELD.get(&key) {
+        // The same length for the same file: what was checked before (a backend
+        // returning other JSON for a location misleads only its own clients).
+        if returned.is_empty() || returned.len() == held.json.len() {
+            return Ok(held);
+        }
+    }
+    let json = match returned.is_empty() {
+        false => Bytes::from(returned),
+        true => {
+            let files = files.ok_or_else(|| unusable(format!("was not returned, and {no_files}")))?;
+            read(files, location).await.map_err(|why| unusable(format!("was not returned and {why}")))?
+        }
+    };
+    let recorded = recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
+    let held = Arc::new(Held { json, location: recorded, built: None });
+    HELD.insert(key, held.clone());
+    Ok(held)
+}
+
+/// The table location metadata JSON records, checking the whole of it is JSON.
+fn recorded_location(json: &[u8]) -> Result<String, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Located {
+        #[serde(default)]
+        location: String,
+    }
+    serde_json::from_slice::<Located>(json).map(|l| l.location)
+}
+
+/// Reads a metadata file's JSON, uncompressing a gzip one.
+async fn read(files: &Warehouse, location: &str) -> Result<Bytes, String> {
+    let bytes =
+        async { files.io().new_input(location)?.read().await }.await.map_err(|e| format!("cannot be read: {e}"))?;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(bytes);
+    }
+    let metadata = TableMetadata::read_from(files.io(), location).await.map_err(|e| format!("cannot be read: {e}"))?;
+    serde_json::to_vec(&metadata).map(Bytes::from).map_err(|e| format!("cannot be written as JSON: {e}"))
+}
