@@ -14,7 +14,7 @@ target=${CARGO_TARGET_DIR:-target}
 cargo build --release --quiet --bin rustberg
 work=$(mktemp -d)
 # The server is started by python, not as a job of this shell: stopped by its config.
-trap 'pkill -f "rustberg serve --config $work/rustberg.toml" || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'pkill -f "serve --config $work/rustberg.toml" || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 port=18189
 cat > "$work/rustberg.toml" <<TOML
 [server]
@@ -26,7 +26,7 @@ TOML
 
 # Starts the server; prints milliseconds from exec to the first 200 of /ready.
 start() {
-  python3 - "$target/release/rustberg" "$work/rustberg.toml" "$port" "$work/rustberg.log" <<'PY'
+  python3 - "${RUSTBERG_BIN:-$target/release/rustberg}" "$work/rustberg.toml" "$port" "$work/rustberg.log" <<'PY'
 import http.client, subprocess, sys, time
 binary, config, port, log = sys.argv[1:]
 began = time.perf_counter()
@@ -43,7 +43,7 @@ while True:
 print(f"{(time.perf_counter() - began) * 1000:.1f}")
 PY
 }
-pid() { pgrep -f "rustberg serve --config $work/rustberg.toml"; }
+pid() { pgrep -f "serve --config $work/rustberg.toml"; }
 rss() { awk '/VmRSS/ {printf "%.1f MB", $2 / 1024}' "/proc/$(pid)/status"; }
 stop() { kill "$(pid)"; while pid > /dev/null; do sleep 0.05; done; }
 

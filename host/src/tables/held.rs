@@ -40,21 +40,26 @@ impl Held {
 /// The memory all held metadata may take, counted as its JSON's size (a built
 /// metadata counted again, several times over: parsed, it takes more than its JSON).
 const BUDGET_BYTES: u64 = 256 << 20;
-const BUILT_WEIGHT: usize = 4;
+const BUILT_WEIGHT: u64 = 4;
+/// How many files are expected to be held (the cache's initial room, not a limit).
+const EXPECTED_FILES: usize = 1024;
 
 /// The mount's key space and the metadata location: a location of one mount never
 /// answers for another's.
 type Key = (String, String);
 
-static HELD: LazyLock<moka::sync::Cache<Key, Arc<Held>>> = LazyLock::new(|| {
-    moka::sync::Cache::builder()
-        .max_capacity(BUDGET_BYTES)
-        .weigher(|key: &Key, held: &Arc<Held>| {
-            let json = held.json.len() * if held.built.is_some() { 1 + BUILT_WEIGHT } else { 1 };
-            u32::try_from(json + key.0.len() + key.1.len() + held.location.len()).unwrap_or(u32::MAX)
-        })
-        .build()
-});
+#[derive(Clone)]
+struct BySize;
+
+impl quick_cache::Weighter<Key, Arc<Held>> for BySize {
+    fn weight(&self, key: &Key, held: &Arc<Held>) -> u64 {
+        let json = held.json.len() as u64 * if held.built.is_some() { 1 + BUILT_WEIGHT } else { 1 };
+        json + (key.0.len() + key.1.len() + held.location.len()) as u64
+    }
+}
+
+static HELD: LazyLock<quick_cache::sync::Cache<Key, Arc<Held>, BySize>> =
+    LazyLock::new(|| quick_cache::sync::Cache::with_weighter(EXPECTED_FILES, BUDGET_BYTES, BySize));
 
 fn key(mount: &Mount, metadata_location: &str) -> Key {
     (mount.space.clone(), metadata_location.to_string())
@@ -68,7 +73,7 @@ pub fn keep_built(mount: &Mount, metadata_location: &str, json: Bytes, metadata:
 
 /// Forgets a metadata file that was removed again (its commit did not apply).
 pub fn forget(mount: &Mount, metadata_location: &str) {
-    HELD.invalidate(&key(mount, metadata_location));
+    HELD.remove(&key(mount, metadata_location));
 }
 
 /// The metadata a loaded pointer names, for serving it: taken from the pointer when
