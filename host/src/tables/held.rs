@@ -2,9 +2,9 @@
 //! or read, by mount and metadata location, under a byte budget. A metadata file is
 //! written once and never changed, so what is held for a location is never stale.
 //!
-//! Backends record a table's pointer, not its metadata (the native backend keeps
-//! only the location): a load takes the JSON from here, or reads the file once, so
-//! the metadata never crosses the plugin boundary on a load, and a commit made on
+//! A backend need record only a table's pointer (the native backend keeps only the
+//! location): a load takes the JSON from here, or reads the file once, so the
+//! metadata never crosses the plugin boundary on a native load, and a commit made on
 //! this host hands the next commit its metadata without a parse.
 
 use std::sync::{Arc, LazyLock};
@@ -58,8 +58,18 @@ impl quick_cache::Weighter<Key, Arc<Held>> for BySize {
     }
 }
 
-static HELD: LazyLock<quick_cache::sync::Cache<Key, Arc<Held>, BySize>> =
-    LazyLock::new(|| quick_cache::sync::Cache::with_weighter(EXPECTED_FILES, BUDGET_BYTES, BySize));
+/// One shard: the cache splits its budget evenly over its shards, and a shard's
+/// share (8 MiB of 256 on a machine with 8 cores or more) would refuse a large
+/// table's metadata. Reads take the shard's lock shared.
+static HELD: LazyLock<quick_cache::sync::Cache<Key, Arc<Held>, BySize>> = LazyLock::new(|| {
+    let options = quick_cache::OptionsBuilder::new()
+        .estimated_items_capacity(EXPECTED_FILES)
+        .weight_capacity(BUDGET_BYTES)
+        .shards(1)
+        .build()
+        .expect("valid cache options");
+    quick_cache::sync::Cache::with_options(options, BySize, Default::default(), Default::default())
+});
 
 fn key(mount: &Mount, metadata_location: &str) -> Key {
     (mount.space.clone(), metadata_location.to_string())
@@ -140,4 +150,20 @@ async fn read(files: &Warehouse, location: &str) -> Result<Bytes, String> {
     }
     let metadata = TableMetadata::read_from(files.io(), location).await.map_err(|e| format!("cannot be read: {e}"))?;
     serde_json::to_vec(&metadata).map(Bytes::from).map_err(|e| format!("cannot be written as JSON: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 40 MiB of metadata is held: it would exceed the share of one of several shards
+    /// (32 MiB each on 2 cores, 8 MiB on 8 or more).
+    #[test]
+    fn large_metadata_is_held_whatever_the_cores() {
+        let key = ("held-test".to_string(), "file:///w/t/metadata/00001-big.metadata.json".to_string());
+        let json = Bytes::from(vec![b' '; 40 << 20]);
+        HELD.insert(key.clone(), Arc::new(Held { json, location: String::new(), built: None }));
+        assert!(HELD.get(&key).is_some_and(|held| held.json.len() == 40 << 20));
+        HELD.remove(&key);
+    }
 }
