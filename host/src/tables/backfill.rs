@@ -117,7 +117,9 @@ async fn namespace(mount: &Mount, ns: &[String]) -> Result<usize, Error> {
 async fn member(mount: &Mount, ident: &Ident, kind: ClaimKind) -> usize {
     let location = match kind {
         ClaimKind::View => match mount.backend.load_view(ident.clone()).await {
-            Ok(pointer) => locations::recorded_location(&pointer.metadata_json).ok(),
+            Ok(pointer) => {
+                locations::recorded_location(pointer.metadata_json.as_bytes()).ok().filter(|l| !l.is_empty())
+            }
             Err(_) => None,
         },
         // A table's pointer may not carry its metadata: the host holds it.

@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock};
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
 
+use super::locations;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::bindings::Pointer;
@@ -125,20 +126,10 @@ async fn held(
             read(files, location).await.map_err(|why| unusable(format!("was not returned and {why}")))?
         }
     };
-    let recorded = recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
+    let recorded = locations::recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
     let held = Arc::new(Held { json, location: recorded, built: None });
     HELD.insert(key, held.clone());
     Ok(held)
-}
-
-/// The table location metadata JSON records, checking the whole of it is JSON.
-fn recorded_location(json: &[u8]) -> Result<String, serde_json::Error> {
-    #[derive(serde::Deserialize)]
-    struct Located {
-        #[serde(default)]
-        location: String,
-    }
-    serde_json::from_slice::<Located>(json).map(|l| l.location)
 }
 
 /// Reads a metadata file's JSON, uncompressing a gzip one.

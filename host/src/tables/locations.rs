@@ -188,14 +188,15 @@ pub async fn place_namespace(
     Ok(Placement { location, chain, reserved: None })
 }
 
-/// The location a table's or view's stored metadata JSON records, read without
-/// parsing the rest of it.
-pub fn recorded_location(metadata_json: &str) -> Result<String, serde_json::Error> {
+/// The location a table's or view's metadata JSON records (empty if it records
+/// none), checking the whole of it is JSON without building the rest.
+pub fn recorded_location(metadata_json: &[u8]) -> Result<String, serde_json::Error> {
     #[derive(serde::Deserialize)]
     struct Located {
+        #[serde(default)]
         location: String,
     }
-    serde_json::from_str::<Located>(metadata_json).map(|l| l.location)
+    serde_json::from_slice::<Located>(metadata_json).map(|l| l.location)
 }
 
 /// Checks a metadata file a client asks to register: it lies under the namespace's

@@ -213,7 +213,7 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
     let Some(warehouse) = &mount.warehouse else {
         return Ok(());
     };
-    match locations::recorded_location(&pointer.metadata_json).map(|raw| warehouse.locate(&raw)) {
+    match locations::recorded_location(pointer.metadata_json.as_bytes()).map(|raw| warehouse.locate(&raw)) {
         Ok(Ok(location)) => locations::release_all(warehouse, &location).await,
         _ => tracing::warn!(view = %dotted(mount, ident), "dropped; its location is unreadable: no claim released"),
     }
