@@ -14,9 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
-target=${CARGO_TARGET_DIR:-target}
-
-cargo build --release --quiet --bin rustberg
+source bench/build.sh
+build --bin rustberg
 source bench/start_rustberg.sh
 
 # Every request sets one property on the next of $2 tables, round robin from table $3.
@@ -65,7 +64,7 @@ psql "$PG/postgres" -qc 'drop database if exists rustberg_bench' -c 'create data
 shared="$work/shared"
 mkdir -p "$shared/warehouse"
 secret=bench-secret
-hash=$(printf '%s' "$secret" | "$target/release/rustberg" hash-secret)
+hash=$(printf '%s' "$secret" | "$bin/rustberg" hash-secret)
 for port in 18185 18186; do
   cat > "$shared/$port.toml" <<TOML
 [server]
@@ -80,7 +79,7 @@ role = "admin"
 server_admin = true
 secret_hash = "$hash"
 TOML
-  RUST_LOG=warn taskset -c 0 "$target/release/rustberg" serve --config "$shared/$port.toml" > "$shared/$port.log" 2>&1 &
+  RUST_LOG=warn taskset -c 0 "$bin/rustberg" serve --config "$shared/$port.toml" > "$shared/$port.log" 2>&1 &
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
 done
 token=$(curl -sf "http://127.0.0.1:18185/v1/oauth/tokens" -d grant_type=client_credentials \

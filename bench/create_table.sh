@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 RB_PORT=${RB_PORT:-18183}
 
-cargo build --release --quiet --bin rustberg
+source bench/build.sh
+build --bin rustberg
 source bench/start_rustberg.sh
 start_rustberg "$RB_PORT"
 curl -sf -H "Authorization: Bearer $token" -X POST "$api/namespaces" -H 'content-type: application/json' \

@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 SUMMARY=${SUMMARY:-minimal}
 SNAPSHOTS=${SNAPSHOTS:-2000}
-target=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --quiet --bin rustberg --example noop_server --example metadata_cost
+source bench/build.sh
+build --bin rustberg --example noop_server --example metadata_cost
 source bench/start_rustberg.sh
 start_rustberg 18193
 auth="Authorization: Bearer $token"
@@ -82,4 +82,4 @@ end
 LUA
 commits=$(taskset -c 1 wrk -t1 -c1 -d"$DURATION" -s "$work/commit.lua" -H "$auth" "$table" | awk '/Requests\/sec/ {print $2}')
 echo "  $commits commits/s: $(awk -v r="$commits" 'BEGIN {printf "%.2f", 1000 / r}') ms per commit"
-echo "  baseline, $(taskset -c 0 "$target/release/examples/metadata_cost" "$metadata_file" 30)"
+echo "  baseline, $(taskset -c 0 "$bin/examples/metadata_cost" "$metadata_file" 30)"

@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 SCALE=${SCALE:-20000}
 
-cargo build --release --quiet --bin rustberg --example noop_server
+source bench/build.sh
+build --bin rustberg --example noop_server
 source bench/start_rustberg.sh
 start_rustberg 18188
 json='content-type: application/json'

@@ -13,7 +13,8 @@ DURATION=${DURATION:-10s}
 RB_PORT=${RB_PORT:-18181}
 NOOP_PORT=${NOOP_PORT:-18182}
 
-cargo build --release --quiet --bin rustberg --example noop_server
+source bench/build.sh
+build --bin rustberg --example noop_server
 source bench/start_rustberg.sh
 start_rustberg "$RB_PORT"
 auth="Authorization: Bearer $token"

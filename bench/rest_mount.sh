@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 
-cargo build --release --quiet --bin rustberg
+source bench/build.sh
+build --bin rustberg
 source bench/start_rustberg.sh
 
 # The remote, with one table (the loadTable body of bench/load_table.sh's size class).

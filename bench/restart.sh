@@ -10,8 +10,8 @@
 # Needs: wrk (apt-get install wrk), taskset (util-linux), curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet --bin rustberg
+source bench/build.sh
+build --bin rustberg
 work=$(mktemp -d)
 # The server is started by python, not as a job of this shell: stopped by its config.
 trap 'pkill -f "serve --config $work/rustberg.toml" || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -26,7 +26,7 @@ TOML
 
 # Starts the server; prints milliseconds from exec to the first 200 of /ready.
 start() {
-  python3 - "${RUSTBERG_BIN:-$target/release/rustberg}" "$work/rustberg.toml" "$port" "$work/rustberg.log" <<'PY'
+  python3 - "${RUSTBERG_BIN:-$bin/rustberg}" "$work/rustberg.toml" "$port" "$work/rustberg.log" <<'PY'
 import http.client, subprocess, sys, time
 binary, config, port, log = sys.argv[1:]
 began = time.perf_counter()
@@ -44,7 +44,7 @@ print(f"{(time.perf_counter() - began) * 1000:.1f}")
 PY
 }
 pid() { pgrep -f "serve --config $work/rustberg.toml"; }
-rss() { awk '/VmRSS/ {printf "%.1f MB", $2 / 1024}' "/proc/$(pid)/status"; }
+rss() { awk '/VmRSS/ {t = $2} /RssAnon/ {a = $2} END {printf "%.1f MB (%.1f MB of it anonymous, the rest pages of the program)", t / 1024, a / 1024}' "/proc/$(pid)/status"; }
 stop() { kill "$(pid)"; while pid > /dev/null; do sleep 0.05; done; }
 
 echo "restart; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -1,5 +1,5 @@
-# Sourced by the benchmarks. `start_rustberg PORT [TOML]` starts the release build of
-# rustberg on PORT, pinned to core 0, with its state in a fresh folder ($work,
+# Sourced by the benchmarks (after bench/build.sh). `start_rustberg PORT [TOML]` starts
+# the dist build of rustberg on PORT, pinned to core 0, with its state in a fresh folder ($work,
 # removed at exit with every background job) and TOML added to its configuration,
 # waits until it is ready, and logs in as the admin it minted: $token is a bearer
 # token, $api the catalog's base URL.
@@ -10,7 +10,7 @@
 unset RUST_BACKTRACE
 
 start_rustberg() {
-  local port=$1 extra=${2:-} target=${CARGO_TARGET_DIR:-target}
+  local port=$1 extra=${2:-}
   work=$(mktemp -d)
   works="${works:-} $work"
   trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf $works' EXIT
@@ -20,7 +20,7 @@ listen = "127.0.0.1:$port"
 data_dir = "$work/data"
 $extra
 TOML
-  RUST_LOG=warn taskset -c 0 "${RUSTBERG_BIN:-$target/release/rustberg}" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
+  RUST_LOG=warn taskset -c 0 "${RUSTBERG_BIN:-$bin/rustberg}" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
   # The admin the server minted is printed at start-up.
   local credential
@@ -35,9 +35,9 @@ TOML
 # their ratio at each concurrency of $CONCURRENCY (default 1 and 16; $DURATION each;
 # wrk pinned to core 1).
 compare_with_noop() {
-  local url=$1 target=${CARGO_TARGET_DIR:-target} port=${NOOP_PORT:-18182} auth="Authorization: Bearer $token"
+  local url=$1 port=${NOOP_PORT:-18182} auth="Authorization: Bearer $token"
   command curl -sf -H "$auth" "$url" > "$work/body.json"
-  taskset -c 0 "$target/release/examples/noop_server" "$work/body.json" "127.0.0.1:$port" > "$work/noop.log" 2>&1 &
+  taskset -c 0 "$bin/examples/noop_server" "$work/body.json" "127.0.0.1:$port" > "$work/noop.log" 2>&1 &
   for _ in $(seq 100); do command curl -sf "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
   rps() { taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -H "$auth" "$2" | awk '/Requests\/sec/ {print $2}'; }
   echo "body: $(wc -c < "$work/body.json") bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

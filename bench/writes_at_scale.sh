@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-3s}
 SCALE=${SCALE:-100000}
 
-cargo build --release --quiet --bin rustberg
+source bench/build.sh
+build --bin rustberg
 source bench/start_rustberg.sh
 start_rustberg 18187
 json='content-type: application/json'
