@@ -42,7 +42,7 @@ const BUCKETS: &[f64] =
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// How often histogram samples are drained into their buckets. The samples waiting
-/// are the process's largest use of memory under load (tens of thousands per second,
+/// are a large part of the process's memory under load (tens of thousands a second,
 /// in blocks the allocator keeps afterwards), so they are drained every second.
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
