@@ -128,7 +128,10 @@ async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes only for a terminal: a log file or collector gets plain text (and
+    // every request's span is formatted without them).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Text => logs.init(),
         LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
