@@ -43,6 +43,7 @@ async fn a_request_id_is_returned_and_carried_by_the_requests_log_lines() {
     let log = s.output_once_it_says("the backend trapped");
     let line = log.lines().find(|l| l.contains("the backend trapped")).unwrap();
     assert!(line.contains("trace-me-42"), "the log line carries the request id: {line}");
+    assert!(!log.contains('\u{1b}'), "a log that goes to no terminal has no colour codes: {line:?}");
 }
 
 #[tokio::test]
