@@ -1,5 +1,6 @@
 # Sourced by the benchmarks (after bench/build.sh). `start_rustberg PORT [TOML]` starts
-# the dist build of rustberg on PORT, pinned to core 0, with its state in a fresh folder ($work,
+# the rustberg of $bin (dist unless PROFILE says otherwise) on PORT, pinned to core 0,
+# with its state in a fresh folder ($work,
 # removed at exit with every background job) and TOML added to its configuration,
 # waits until it is ready, and logs in as the admin it minted: $token is a bearer
 # token, $api the catalog's base URL.
