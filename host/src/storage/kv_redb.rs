@@ -9,11 +9,15 @@
 //! returns before it is on disk. Such a commit is visible to this process's readers
 //! up to one fsync before it is durable; a crash in that window loses a write that
 //! nobody was told had landed.
+//!
+//! Reads reuse one read snapshot per key space until the next commit (`Snapshots`).
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use redb::{Database, Durability, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadOnlyTable, ReadableTable, TableDefinition};
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
 
@@ -29,6 +33,47 @@ const VERSION_LEN: usize = 8;
 pub struct RedbStore {
     db: Arc<Database>,
     sync: Arc<GroupSync>,
+    snapshots: Arc<Snapshots>,
+}
+
+type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The read snapshot of each key space, reused by every read until the next commit:
+/// opening a read transaction and its table costs more than a lookup in it. A commit
+/// counts itself and drops them all, so no snapshot outlives a commit to keep old
+/// pages from being reused, and one opened while a commit was under way is taken
+/// for what it may be, older than the commit, and not used again.
+#[derive(Default)]
+struct Snapshots {
+    commits: AtomicU64,
+    /// By table name: the snapshot, and the commit count read before it was opened.
+    tables: Mutex<HashMap<String, (u64, Arc<Table>)>>,
+}
+
+impl Snapshots {
+    fn tables(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Arc<Table>)>> {
+        self.tables.lock().expect("read snapshots")
+    }
+
+    /// A snapshot of `table` that holds every commit that returned before this call.
+    fn current(&self, db: &Database, table: &str) -> Result<Arc<Table>, KvError> {
+        let commits = self.commits.load(Ordering::Acquire);
+        if let Some((at, snapshot)) = self.tables().get(table) {
+            if *at == commits {
+                return Ok(snapshot.clone());
+            }
+        }
+        let txn = db.begin_read().map_err(store_err)?;
+        let snapshot = Arc::new(txn.open_table(TableDefinition::new(table)).map_err(store_err)?);
+        self.tables().insert(table.to_string(), (commits, snapshot.clone()));
+        Ok(snapshot)
+    }
+
+    /// A commit landed (it is visible to new read transactions).
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::Release);
+        self.tables().clear();
+    }
 }
 
 /// How far the file's commits have been made durable.
@@ -135,12 +180,17 @@ impl RedbStore {
         let txn = db.begin_write().map_err(store_err)?;
         txn.open_table(COUNTER).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
-        Ok(Self { db: Arc::new(db), sync: Arc::default() })
+        Ok(Self { db: Arc::new(db), sync: Arc::default(), snapshots: Arc::default() })
     }
 
     /// The key space `name`, created if missing.
     pub fn space(&self, name: &str) -> Result<RedbSpace, KvError> {
-        let space = RedbSpace { db: self.db.clone(), sync: self.sync.clone(), table: format!("kv:{name}") };
+        let space = RedbSpace {
+            db: self.db.clone(),
+            sync: self.sync.clone(),
+            snapshots: self.snapshots.clone(),
+            table: format!("kv:{name}"),
+        };
         let txn = self.db.begin_write().map_err(store_err)?;
         txn.open_table(space.def()).map_err(store_err)?;
         txn.commit().map_err(store_err)?;
@@ -153,6 +203,7 @@ impl RedbStore {
 pub struct RedbSpace {
     db: Arc<Database>,
     sync: Arc<GroupSync>,
+    snapshots: Arc<Snapshots>,
     table: String,
 }
 
@@ -168,8 +219,7 @@ impl RedbSpace {
 
     /// Reads one key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
-        let txn = self.db.begin_read().map_err(store_err)?;
-        let table = txn.open_table(self.def()).map_err(store_err)?;
+        let table = self.snapshots.current(&self.db, &self.table)?;
         Ok(table.get(key).map_err(store_err)?.map(|v| {
             let (version, value) = split(v.value());
             Entry { key: key.to_vec(), value: value.to_vec(), version }
@@ -178,8 +228,7 @@ impl RedbSpace {
 
     /// Reads up to `limit` keys in [start, end).
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
-        let txn = self.db.begin_read().map_err(store_err)?;
-        let table = txn.open_table(self.def()).map_err(store_err)?;
+        let table = self.snapshots.current(&self.db, &self.table)?;
         let range = match end {
             Some(end) if end <= start => return Ok(vec![]),
             Some(end) => table.range::<&[u8]>(start..end),
@@ -245,6 +294,7 @@ impl RedbSpace {
             }
         }
         txn.commit().map_err(store_err)?;
+        self.snapshots.committed();
         if alone {
             self.sync.made_durable(number);
             Ok(())
@@ -305,6 +355,25 @@ mod tests {
         let state = a.sync.state();
         assert_eq!(state.durable, state.numbered, "every commit returned durable");
         assert!(state.syncs < 320, "16 writers shared fsyncs: {} for 320 commits", state.syncs);
+    }
+
+    #[test]
+    fn reads_see_every_commit_that_returned_before_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("kv.redb")).unwrap();
+        // Two handles on one key space, as two parts of the server hold.
+        let (writer, reader) = (store.space("a").unwrap(), store.space("a").unwrap());
+        for value in [b"1", b"2", b"3"] {
+            writer.commit(&[], &[put(b"k", value)]).unwrap();
+            assert_eq!(reader.get(b"k").unwrap().unwrap().value, value);
+            assert_eq!(reader.scan(b"", None, 10).unwrap()[0].value, value);
+            // Read again from the snapshot kept; a commit drops it.
+            assert_eq!(reader.get(b"k").unwrap().unwrap().value, value);
+            assert_eq!(store.snapshots.tables().len(), 1);
+        }
+        writer.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
+        assert!(store.snapshots.tables().is_empty(), "no snapshot outlives a commit");
+        assert!(reader.get(b"k").unwrap().is_none());
     }
 
     #[test]
