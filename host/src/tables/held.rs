@@ -76,6 +76,16 @@ fn key(mount: &Mount, metadata_location: &str) -> Key {
     (mount.space.clone(), metadata_location.to_string())
 }
 
+/// A [`Key`] borrowed, to look one up without copying it (hashed as the key is).
+#[derive(Hash)]
+struct KeyRef<'a>(&'a str, &'a str);
+
+impl quick_cache::Equivalent<Key> for KeyRef<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
 /// Holds the metadata this host just wrote at `metadata_location`.
 pub fn keep_built(mount: &Mount, metadata_location: &str, json: Bytes, metadata: Arc<TableMetadata>) {
     let location = metadata.location().to_string();
@@ -110,9 +120,8 @@ async fn held(
 ) -> Result<Arc<Held>, Error> {
     let location = &pointer.metadata_location;
     let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
-    let key = key(mount, location);
     let returned = std::mem::take(&mut pointer.metadata_json);
-    if let Some(held) = HELD.get(&key) {
+    if let Some(held) = HELD.get(&KeyRef(&mount.space, location)) {
         // The same length for the same file: what was checked before (a backend
         // returning other JSON for a location misleads only its own clients).
         if returned.is_empty() || returned.len() == held.json.len() {
@@ -128,7 +137,7 @@ async fn held(
     };
     let recorded = locations::recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
     let held = Arc::new(Held { json, location: recorded, built: None });
-    HELD.insert(key, held.clone());
+    HELD.insert(key(mount, location), held.clone());
     Ok(held)
 }
 
@@ -155,6 +164,8 @@ mod tests {
         let json = Bytes::from(vec![b' '; 40 << 20]);
         HELD.insert(key.clone(), Arc::new(Held { json, location: String::new(), built: None }));
         assert!(HELD.get(&key).is_some_and(|held| held.json.len() == 40 << 20));
+        // Found by a borrowed key too (hashed as the owned one).
+        assert!(HELD.get(&KeyRef(&key.0, &key.1)).is_some());
         HELD.remove(&key);
     }
 }
