@@ -144,28 +144,47 @@ pub struct TableResult<'a> {
 
 impl IntoResponse for TableResult<'_> {
     fn into_response(self) -> Response {
-        let mut head = String::with_capacity(256);
-        head.push('{');
+        let mut head = Vec::with_capacity(256);
+        head.push(b'{');
         if let Some(location) = self.metadata_location {
-            head.push_str("\"metadata-location\":");
-            head.push_str(&serde_json::to_string(location).expect("a string serializes"));
-            head.push(',');
+            head.extend_from_slice(b"\"metadata-location\":");
+            serde_json::to_writer(&mut head, location).expect("a string serializes");
+            head.push(b',');
         }
-        head.push_str("\"metadata\":");
-        let mut tail = String::new();
+        head.extend_from_slice(b"\"metadata\":");
+        let mut tail = Vec::with_capacity(256);
         if let Some(config) = self.config {
-            let config: HashMap<&str, &str> = config.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            tail.push_str(",\"config\":");
-            tail.push_str(&serde_json::to_string(&config).expect("a map of strings serializes"));
+            tail.extend_from_slice(b",\"config\":");
+            write_config(&mut tail, config);
         }
         if !self.storage_credentials.is_empty() {
-            tail.push_str(",\"storage-credentials\":");
-            tail.push_str(self.storage_credentials);
+            tail.extend_from_slice(b",\"storage-credentials\":");
+            tail.extend_from_slice(self.storage_credentials.as_bytes());
         }
-        tail.push('}');
+        tail.push(b'}');
         let body = Parts::new([Bytes::from(head), self.metadata_json, Bytes::from(tail)]);
         ([(CONTENT_TYPE, "application/json")], Body::new(body)).into_response()
     }
+}
+
+/// Writes config pairs as a JSON object, in the order given, a key given twice
+/// taking its last value (as a map built from them would).
+fn write_config(out: &mut Vec<u8>, pairs: &[(String, String)]) {
+    out.push(b'{');
+    let mut first = true;
+    for (i, (key, value)) in pairs.iter().enumerate() {
+        if pairs[i + 1..].iter().any(|(later, _)| later == key) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, key).expect("a string serializes");
+        out.push(b':');
+        serde_json::to_writer(&mut *out, value).expect("a string serializes");
+    }
+    out.push(b'}');
 }
 
 /// A body sent as a few buffers, its length known (so it goes with a Content-Length).
@@ -194,5 +213,19 @@ impl http_body::Body for Parts {
 
     fn size_hint(&self) -> http_body::SizeHint {
         http_body::SizeHint::with_exact(self.0.iter().map(|p| p.len() as u64).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_key_given_twice_takes_its_last_value() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let mut out = Vec::new();
+        write_config(&mut out, &[pair("a", "1"), pair("b\"", "x\n"), pair("a", "2")]);
+        let object: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(object, serde_json::json!({"b\"": "x\n", "a": "2"}));
     }
 }
