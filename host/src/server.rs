@@ -255,12 +255,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     println!("rustberg: listening on http://{addr} (Iceberg REST catalog at http://{addr}/v1)");
-    // Outermost first: give the request an id, open its span, return the id.
-    let app = api::router(state)
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(request_span))
+    // Outermost first: give the request an id (its span is opened by the route's
+    // layer, `api::observed`), return the id. Around the router, not inside it: a
+    // router's layers wrap every route one by one and are cloned with it on every
+    // request.
+    let app = tower::ServiceBuilder::new()
+        .map_request(unfit_request_id_dropped)
         .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
-        .layer(tower::util::MapRequestLayer::new(unfit_request_id_dropped));
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .service(api::router(state));
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // A response goes out as soon as it is written: its last small part (a load's body
@@ -270,9 +273,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
-        let _ = stopped.await;
-    });
+    let server = axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
+        .with_graceful_shutdown(async {
+            let _ = stopped.await;
+        });
     let mut server = std::pin::pin!(server.into_future());
     tokio::select! {
         result = &mut server => return Ok(result?),
@@ -286,15 +290,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     println!("rustberg: stopped");
     Ok(())
-}
-
-/// The span of one request, carried by every log line it causes: its id. (One field:
-/// the span is made for every request, and formatting it is most of its cost.)
-fn request_span(request: &axum::extract::Request) -> tracing::Span {
-    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
-    // decides whether it is recorded, and every line of the request should carry it.
-    tracing::error_span!("request", request_id = id)
 }
 
 /// The longest request id a client may choose.
@@ -334,7 +329,11 @@ impl RequestIds {
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _: &http::Request<B>) -> Option<RequestId> {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        http::HeaderValue::from_str(&format!("{}-{n:x}", self.prefix)).ok().map(RequestId::new)
+        let mut id = String::with_capacity(self.prefix.len() + 17);
+        id.push_str(&self.prefix);
+        id.push('-');
+        let _ = std::fmt::Write::write_fmt(&mut id, format_args!("{n:x}"));
+        http::HeaderValue::try_from(id).ok().map(RequestId::new)
     }
 }
 

@@ -6,22 +6,18 @@
 //! request therefore runs as a task of its own: it finishes whatever the client
 //! does, and a client that left just never reads the answer.
 
-use axum::extract::Request;
-use axum::http::Method;
-use axum::middleware::Next;
+use std::future::Future;
+
 use axum::response::{IntoResponse, Response};
 
 use crate::audit::RequestContext;
 use crate::error::Error;
 
-/// Middleware: runs a request that may change something as its own task.
-pub async fn run_to_completion(request: Request, next: Next) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(request).await;
-    }
+/// Runs `request`, the rest of a request that may change something, as its own task.
+pub async fn run_to_completion(request: impl Future<Output = Response> + Send + 'static) -> Response {
     // The task keeps the request's span, so its log lines carry the request id, and
     // its context, so its audit records do.
-    let request = RequestContext::carried(tracing::Instrument::in_current_span(next.run(request)));
+    let request = RequestContext::carried(tracing::Instrument::in_current_span(request));
     match tokio::spawn(request).await {
         Ok(response) => response,
         Err(e) => Error::Internal(format!("the request failed: {e}")).into_response(),
@@ -35,6 +31,8 @@ mod tests {
     use std::time::Duration;
 
     use axum::body::Body;
+    use axum::extract::Request;
+    use axum::middleware::Next;
     use axum::routing::post;
     use axum::Router;
     use tower::ServiceExt;
@@ -54,7 +52,8 @@ mod tests {
                 flag.store(true, Ordering::SeqCst);
             }
         };
-        let app = Router::new().route("/x", post(handler)).layer(axum::middleware::from_fn(run_to_completion));
+        let detached = |request: Request, next: Next| run_to_completion(next.run(request));
+        let app = Router::new().route("/x", post(handler)).layer(axum::middleware::from_fn(detached));
         let request = Request::post("/x").body(Body::empty()).unwrap();
         let dropped = tokio::time::timeout(Duration::from_millis(10), app.oneshot(request)).await;
         assert!(dropped.is_err(), "the caller stopped waiting before the handler finished");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -234,8 +234,9 @@ fn without_credentials(body: &[u8], revend: &Revend) -> Option<Vec<u8>> {
     serde_json::to_vec(&json).ok()
 }
 
-/// Middleware for mutating routes (after authentication).
-pub async fn idempotent(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Result<Response, Error> {
+/// Runs a request that may change something (after authentication): once per
+/// Idempotency-Key, whose later uses are answered from the first one.
+pub async fn idempotent(state: Arc<AppState>, request: Request, next: Next) -> Result<Response, Error> {
     let Some(key) = request.headers().get("idempotency-key") else {
         return Ok(next.run(request).await);
     };
@@ -339,6 +340,15 @@ mod tests {
 
     const KEY: &str = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f";
 
+    /// `idempotent` as a layer of its own.
+    async fn layer(
+        axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+        request: Request,
+        next: Next,
+    ) -> Result<Response, Error> {
+        idempotent(state, request, next).await
+    }
+
     async fn state(dir: &tempfile::TempDir) -> Arc<AppState> {
         let config: crate::config::Config = toml::from_str(&format!(
             "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = {:?}\n[auth]\nanonymous = true\n",
@@ -378,7 +388,7 @@ mod tests {
         let app = Router::new()
             .route("/x", post(handler.clone()))
             .route("/y", post(handler))
-            .layer(axum::middleware::from_fn_with_state(state(&dir).await, idempotent));
+            .layer(axum::middleware::from_fn_with_state(state(&dir).await, layer));
         assert_eq!(send(&app, "/x", KEY).await, (500, "try again".into()));
         assert_eq!(send(&app, "/x", KEY).await, (409, "answer 1".into()), "a 5xx was not kept: this ran");
         assert_eq!(send(&app, "/x", KEY).await, (409, "answer 1".into()), "replayed");
@@ -398,9 +408,8 @@ mod tests {
             response.extensions_mut().insert(Secrets::ShownOnce);
             response
         };
-        let app = Router::new()
-            .route("/p", post(handler))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), idempotent));
+        let app =
+            Router::new().route("/p", post(handler)).layer(axum::middleware::from_fn_with_state(state.clone(), layer));
         assert_eq!(send(&app, "/p", KEY).await, (201, "client-secret: s3cr3t-value".into()));
         let (status, body) = send(&app, "/p", KEY).await;
         assert_eq!(status, 409, "{body}");
@@ -418,9 +427,8 @@ mod tests {
             #[allow(unreachable_code)]
             StatusCode::OK
         };
-        let app = Router::new()
-            .route("/p", post(handler))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), idempotent));
+        let app =
+            Router::new().route("/p", post(handler)).layer(axum::middleware::from_fn_with_state(state.clone(), layer));
         let request = Request::post("/p").header("idempotency-key", KEY).body(Body::empty()).unwrap();
         let died = tokio::spawn(app.clone().oneshot(request)).await;
         assert!(died.is_err(), "the request task panicked");

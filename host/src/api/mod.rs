@@ -14,6 +14,7 @@ mod model;
 mod namespaces;
 mod oauth;
 mod observed;
+mod pipeline;
 mod scan;
 mod tables;
 mod views;
@@ -27,7 +28,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::de::DeserializeOwned;
 
-use crate::auth::{require_caller, Authenticator};
+use crate::auth::Authenticator;
 use crate::authz::Authorizer;
 use crate::error::Error;
 use crate::mounts::Mounts;
@@ -87,20 +88,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/config", get(catalog_config::get_config))
         .merge(catalog)
         .nest("/management/v1", management::routes())
-        // Layers run outside in: authenticate first, detach a mutating request from
-        // its connection, then replay an idempotent request.
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::idempotent))
-        .route_layer(axum::middleware::from_fn(detach::run_to_completion))
-        .route_layer(axum::middleware::from_fn_with_state(state.auth.clone(), require_caller));
-    Router::new()
-        .merge(authenticated)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::guarded));
+    let open = Router::new()
         .route("/v1/oauth/tokens", post(oauth::token))
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/metrics", get(health::metrics))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), observed::observe))
-        .fallback(endpoints::fallback)
-        .with_state(state)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::open));
+    Router::new().merge(authenticated).merge(open).fallback(endpoints::fallback).with_state(state)
 }
 
 /// A JSON body whose rejection is a `BadRequestException` in the error model.

@@ -1,29 +1,48 @@
-//! Middleware: every routed request counted and timed by its route template, method,
-//! status and mount (`telemetry::http_request`), and run with the context its audit
-//! records name (`audit::RequestContext`).
+//! Observation: every routed request counted and timed by its route template, method,
+//! status and mount (`telemetry::http_request`), and run in its span (its request id,
+//! for the log lines it causes) with the context its audit records name
+//! (`audit::RequestContext`).
 
+use std::future::Future;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::middleware::Next;
 use axum::response::Response;
+use tracing::Instrument;
 
-use super::State;
+use super::AppState;
 use crate::audit::RequestContext;
 use crate::telemetry;
 
-pub async fn observe(axum::extract::State(state): State, request: Request, next: Next) -> Response {
+/// Runs `request` through `run`, counted, timed and with its context.
+pub async fn observe<F>(state: &AppState, request: Request, run: impl FnOnce(Request) -> F) -> Response
+where
+    F: Future<Output = Response>,
+{
     // Cheap clones (an Arc'd template, a standard method): nothing is formatted per request.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_label(request.method());
-    let mount = mount_of(&state, request.uri());
+    let mount = mount_of(state, request.uri());
     let context =
         RequestContext { method, route: route.clone(), request_id: request.headers().get("x-request-id").cloned() };
+    let span = request_span(request.headers());
     let started = Instant::now();
-    let response = context.scope(next.run(request)).await;
+    let response = context.scope(run(request)).instrument(span).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     telemetry::http_request(route, method, response.status().as_u16(), mount, started.elapsed());
     response
+}
+
+/// The span of one request, carried by every log line it causes: its id. (One field:
+/// the span is made for every request, and formatting it is most of its cost.)
+fn request_span(headers: &axum::http::HeaderMap) -> tracing::Span {
+    let id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
+    // decides whether it is recorded, and every line of the request should carry it.
+    // Displayed, not debugged: the id was checked to need no escaping
+    // (`server::unfit_request_id_dropped`), and a `str` field would be escaped
+    // character by character on every request.
+    tracing::error_span!("request", request_id = %id)
 }
 
 /// The method as a label: a client may send any token as a method, and each would be
@@ -36,16 +55,14 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 
 /// The mount a request addresses: the first level of its `{namespace}` segment (or of
 /// `?parent=`), `root` when no mount claims it, `-` when it names no namespace.
-fn mount_of<'a>(state: &'a super::AppState, uri: &axum::http::Uri) -> &'a str {
+fn mount_of<'a>(state: &'a AppState, uri: &axum::http::Uri) -> &'a str {
     let segment = uri
         .path()
         .split('/')
         .skip_while(|s| *s != "namespaces")
         .nth(1)
-        .map(|raw| percent_encoding::percent_decode_str(raw).decode_utf8_lossy().into_owned());
-    let parent = || {
-        url::form_urlencoded::parse(uri.query()?.as_bytes()).find(|(k, _)| k == "parent").map(|(_, v)| v.into_owned())
-    };
+        .map(|raw| percent_encoding::percent_decode_str(raw).decode_utf8_lossy());
+    let parent = || url::form_urlencoded::parse(uri.query()?.as_bytes()).find(|(k, _)| k == "parent").map(|(_, v)| v);
     let Some(namespace) = segment.or_else(parent) else { return "-" };
     let first = namespace.split('\u{1f}').next().unwrap_or_default();
     state.mounts.named().map(|(name, _)| name.as_str()).find(|name| *name == first).unwrap_or("root")

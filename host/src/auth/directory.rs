@@ -3,6 +3,7 @@
 //! is ever granted). Secrets are stored as argon2 hashes only.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
@@ -104,7 +105,8 @@ fn secret_matches(hash: &str, secret: &str) -> bool {
 
 /// Where principals and tenants are found.
 pub struct Directory {
-    configured: BTreeMap<String, Principal>,
+    /// Shared, not copied, with every request they make.
+    configured: BTreeMap<String, Arc<Principal>>,
     /// The configured principals OIDC identities map to.
     configured_identities: HashMap<OidcIdentity, String>,
     space: KvStore,
@@ -114,11 +116,12 @@ impl Directory {
     pub fn new(configured: BTreeMap<String, Principal>, space: KvStore) -> Self {
         let configured_identities =
             configured.values().filter_map(|p| Some((p.oidc.clone()?, p.name.clone()))).collect();
+        let configured = configured.into_iter().map(|(name, p)| (name, Arc::new(p))).collect();
         Self { configured, configured_identities, space }
     }
 
     /// The principal an OIDC identity acts as, if one is mapped to it.
-    pub async fn principal_for(&self, identity: &OidcIdentity) -> Result<Option<Principal>, Error> {
+    pub async fn principal_for(&self, identity: &OidcIdentity) -> Result<Option<Arc<Principal>>, Error> {
         let name = match self.configured_identities.get(identity) {
             Some(name) => name.clone(),
             None => match self.space.get(&identity.key()).await.map_err(store_err)? {
@@ -137,14 +140,14 @@ impl Directory {
     }
 
     /// Looks a principal up by name.
-    pub async fn principal(&self, name: &str) -> Result<Option<Principal>, Error> {
+    pub async fn principal(&self, name: &str) -> Result<Option<Arc<Principal>>, Error> {
         if let Some(p) = self.configured.get(name) {
             return Ok(Some(p.clone()));
         }
         let key = format!("{PRINCIPAL}{name}");
         match self.space.get(key.as_bytes()).await.map_err(store_err)? {
             Some(entry) => serde_json::from_slice(&entry.value)
-                .map(Some)
+                .map(|p| Some(Arc::new(p)))
                 .map_err(|e| Error::Internal(format!("stored principal {name} is corrupt: {e}"))),
             None => Ok(None),
         }
@@ -152,7 +155,7 @@ impl Directory {
 
     /// The principal whose secret this is, if any. (argon2 is slow by design: it runs
     /// off the async workers.)
-    pub async fn verify(&self, name: &str, secret: &str) -> Result<Option<Principal>, Error> {
+    pub async fn verify(&self, name: &str, secret: &str) -> Result<Option<Arc<Principal>>, Error> {
         let Some(principal) = self.principal(name).await? else { return Ok(None) };
         let Some(hash) = principal.secret_hash.clone() else { return Ok(None) };
         let secret = secret.to_string();
@@ -162,7 +165,7 @@ impl Directory {
 
     /// Every principal, configured ones first.
     pub async fn principals(&self) -> Result<Vec<Principal>, Error> {
-        let mut all: Vec<Principal> = self.configured.values().cloned().collect();
+        let mut all: Vec<Principal> = self.configured.values().map(|p| Principal::clone(p)).collect();
         for entry in self.scan(PRINCIPAL).await? {
             let p: Principal = serde_json::from_slice(&entry.value)
                 .map_err(|e| Error::Internal(format!("a stored principal is corrupt: {e}")))?;

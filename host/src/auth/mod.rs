@@ -13,11 +13,8 @@ mod tokens;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::HeaderMap;
-use axum::middleware::Next;
-use axum::response::Response;
 
 pub use directory::{hash_secret, Directory, OidcIdentity, Principal, Role};
 pub use tokens::{Bearer, Oidc, TokenIssuer, Verified};
@@ -36,7 +33,7 @@ pub struct Authenticator {
     anonymous: Option<Arc<Principal>>,
     /// Tokens already verified: the principal they name and when they expire. A
     /// signature check costs more than the rest of a loadTable; a lookup does not.
-    verified: Mutex<HashMap<String, Verified>>,
+    verified: Mutex<HashMap<String, Arc<Verified>>>,
 }
 
 /// Verified tokens remembered at most; the memory is cleared when it fills.
@@ -74,11 +71,11 @@ impl Authenticator {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
-        let principal = match self.verify(token).await?.bearer {
+        let principal = match &self.verify(token).await?.bearer {
             Bearer::Issued { name, id } => {
                 let principal = self
                     .directory
-                    .principal(&name)
+                    .principal(name)
                     .await?
                     .ok_or_else(|| Error::NotAuthorized(format!("unknown principal {name}")))?;
                 // A token names the principal it was issued to, not whoever holds the name now.
@@ -93,26 +90,26 @@ impl Authenticator {
             // never read as a principal's name.
             Bearer::Oidc(identity) => self
                 .directory
-                .principal_for(&identity)
+                .principal_for(identity)
                 .await?
                 .ok_or_else(|| Error::NotAuthorized(format!("no principal is mapped to the OIDC {identity}")))?,
         };
-        Ok(Arc::new(principal))
+        Ok(principal)
     }
 
     /// The principal a token names, from memory when it was verified before and has
     /// not expired since.
-    async fn verify(&self, token: &str) -> Result<Verified, Error> {
+    async fn verify(&self, token: &str) -> Result<Arc<Verified>, Error> {
         let now = tokens::now();
         if let Some(verified) = self.verified.lock().expect("token memory").get(token) {
             if now < verified.exp {
                 return Ok(verified.clone());
             }
         }
-        let verified = match &self.oidc {
+        let verified = Arc::new(match &self.oidc {
             Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token).await?,
             _ => self.issuer.verify(token)?,
-        };
+        });
         let mut memory = self.verified.lock().expect("token memory");
         if memory.len() >= VERIFIED_CAPACITY {
             memory.clear();
@@ -128,15 +125,4 @@ impl Authenticator {
             None => Err(Error::NotAuthorized("invalid client credentials".into())),
         }
     }
-}
-
-/// Middleware: authenticates the request and records the [`Caller`].
-pub async fn require_caller(
-    State(auth): State<Arc<Authenticator>>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, Error> {
-    let principal = auth.authenticate(request.headers()).await?;
-    request.extensions_mut().insert(Caller(principal));
-    Ok(next.run(request).await)
 }

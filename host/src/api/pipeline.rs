@@ -1,0 +1,41 @@
+//! What a routed request passes through before its handler, as one layer per group
+//! of routes. Each axum layer is a boxed service that is cloned, and its future boxed,
+//! on every request, and a layer's call clones every layer inside it again; so the
+//! steps are plain functions called in order from one `from_fn` layer, not a stack.
+//!
+//! - open routes (the token endpoint, the probes): observed;
+//! - every other route: observed, authenticated, then, if it may change something,
+//!   detached from its connection and replayed when its Idempotency-Key was seen.
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{detach, idempotency, observed, State};
+use crate::auth::Caller;
+
+/// The layer of the open routes.
+pub async fn open(axum::extract::State(state): State, request: Request, next: Next) -> Response {
+    observed::observe(&state, request, |request| next.run(request)).await
+}
+
+/// The layer of the routes that need a caller.
+pub async fn guarded(axum::extract::State(state): State, request: Request, next: Next) -> Response {
+    let app = state.clone();
+    observed::observe(&state, request, move |mut request| async move {
+        let principal = match app.auth.authenticate(request.headers()).await {
+            Ok(principal) => principal,
+            Err(e) => return e.into_response(),
+        };
+        request.extensions_mut().insert(Caller(principal));
+        if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+            return next.run(request).await;
+        }
+        detach::run_to_completion(async move {
+            idempotency::idempotent(app, request, next).await.unwrap_or_else(IntoResponse::into_response)
+        })
+        .await
+    })
+    .await
+}
