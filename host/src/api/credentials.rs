@@ -3,8 +3,10 @@
 //!
 //! A refused vend is logged and the request still succeeds without credentials.
 
-use axum::extract::{Path, State as AxState};
-use axum::http::HeaderMap;
+use std::convert::Infallible;
+
+use axum::extract::{FromRequestParts, Path, State as AxState};
+use axum::http::request::Parts;
 use axum::Extension;
 
 use super::members::{self, Kind};
@@ -21,9 +23,16 @@ use crate::tables;
 /// The header a client sends to ask for vended credentials or remote signing.
 pub const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
 
-/// The access delegation the client asked for, as sent.
-pub fn delegation(headers: &HeaderMap) -> Option<String> {
-    headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string)
+/// The access delegation the client asked for, as sent (an extractor: the header
+/// alone, not a copy of every header).
+pub struct Delegation(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Delegation {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
+        Ok(Self(parts.headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string)))
+    }
 }
 
 /// Whether the client asked for vended credentials (the header is a list).
@@ -87,13 +96,13 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
 ) -> Result<axum::Json<serde_json::Value>, Error> {
     let ns = super::parse_namespace(&raw)?;
     let (mount, ident) =
         members::resolve(&state, caller.clone(), &raw, name.clone(), Privilege::Read, Kind::Table).await?;
     mount.require_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials")?;
-    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation(&headers)).await?).await?;
+    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
     let location = tables::location(mount, &loaded.held)?;
     let list = match vend(&state, &caller, mount, &ns, &name, &location).await {
         Some(vended) => vended.to_value(),

@@ -31,12 +31,15 @@ impl Kind {
         }
     }
 
-    /// "Does not exist", said the way the spec names it for this kind.
-    pub fn missing(self, namespace: &[String], name: &str) -> impl FnOnce() -> Error {
-        let what = format!("{}.{name}", namespace.join("."));
-        move || match self {
-            Kind::Table => Error::NoSuchTable(format!("table {what} does not exist")),
-            Kind::View => Error::NoSuchView(format!("view {what} does not exist")),
+    /// "Does not exist", said the way the spec names it for this kind (formatted only
+    /// when it is said: the check it goes with runs on every request).
+    pub fn missing<'a>(self, namespace: &'a [String], name: &'a str) -> impl FnOnce() -> Error + 'a {
+        move || {
+            let what = format!("{}.{name}", namespace.join("."));
+            match self {
+                Kind::Table => Error::NoSuchTable(format!("table {what} does not exist")),
+                Kind::View => Error::NoSuchView(format!("view {what} does not exist")),
+            }
         }
     }
 }
@@ -73,9 +76,8 @@ pub async fn resolve_namespace<'s>(
     Ok((mount, local.to_vec()))
 }
 
-pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error {
-    let what = format!("namespace {} does not exist", ns.join("."));
-    move || Error::NoSuchNamespace(what)
+pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
+    move || Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
 }
 
 /// Lists the tables or views of a namespace that the caller may read.

@@ -3,14 +3,15 @@
 //! signed (request, offset) pairs, so no plan is stored and any process answers.
 
 use axum::extract::{Path, State as AxState};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::Extension;
 use iceberg::spec::TableMetadata;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::credentials::{self, Delegation};
 use super::members::{self, Kind};
-use super::{credentials, parse_namespace, AppState, Json, State};
+use super::{parse_namespace, AppState, Json, State};
 use crate::auth::Caller;
 use crate::authz::Privilege;
 use crate::error::Error;
@@ -48,11 +49,11 @@ async fn open<'s>(
     caller: Caller,
     raw: &str,
     name: &str,
-    headers: &HeaderMap,
+    delegation: Option<String>,
 ) -> Result<Opened<'s>, Error> {
     let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
     mount.require_endpoint(PLAN, "scan planning (its manifests are not in storage this server manages)")?;
-    let mut pointer = tables::load(mount, &ident, credentials::delegation(headers)).await?;
+    let mut pointer = tables::load(mount, &ident, delegation).await?;
     let metadata = tables::current_metadata(mount, &mut pointer).await?;
     let location = tables::table_location(mount, &metadata)?;
     Ok(Opened { mount, metadata, location })
@@ -93,10 +94,10 @@ pub async fn plan(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller.clone(), &raw, &name, &headers).await?;
+    let table = open(&state, caller.clone(), &raw, &name, delegation.clone()).await?;
     // The plan id must name this plan even after the table moves on (an incremental
     // range names its end already).
     if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
@@ -108,7 +109,7 @@ pub async fn plan(
     let plan_id =
         state.tokens.issue(&space("plan", &raw, &name), &serde_json::to_string(&signed).expect("serializable"));
     body.insert("plan-id".into(), json!(plan_id));
-    if credentials::wants_vended(credentials::delegation(&headers).as_deref()) {
+    if credentials::wants_vended(delegation.as_deref()) {
         let ns = parse_namespace(&raw)?;
         if let Some(vended) = credentials::vend(&state, &caller, mount, &ns, &name, &location).await {
             body.insert("storage-credentials".into(), vended.to_value());
@@ -134,9 +135,9 @@ pub async fn fetch_result(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, &raw, &name, &headers).await?;
+    let table = open(&state, caller, &raw, &name, delegation).await?;
     let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
     let body = completed(&state, table, &signed, &space("plan-task", &raw, &name)).await?;
     Ok(axum::Json(Value::Object(body)))
@@ -147,9 +148,9 @@ pub async fn cancel(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
 ) -> Result<StatusCode, Error> {
-    open(&state, caller, &raw, &name, &headers).await?;
+    open(&state, caller, &raw, &name, delegation).await?;
     verify_plan_id(&state, &raw, &name, &plan_id)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -165,10 +166,10 @@ pub async fn fetch_tasks(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, &raw, &name, &headers).await?;
+    let table = open(&state, caller, &raw, &name, delegation).await?;
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;

@@ -1,11 +1,11 @@
 //! Table routes.
 
 use axum::extract::{Path, State as AxState};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use super::credentials;
+use super::credentials::{self, Delegation};
 use super::idempotency::{Revend, Secrets};
 use super::members::{self, Kind};
 use super::model::{
@@ -35,7 +35,7 @@ pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
     Json(req): Json<CreateTableRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
@@ -60,7 +60,7 @@ pub async fn create(
     };
     let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
     // A writer creating a table gets credentials to write its first files.
-    let wants_vended = credentials::wants_vended(credentials::delegation(&headers).as_deref());
+    let wants_vended = credentials::wants_vended(delegation.as_deref());
     let vend = || async {
         if !wants_vended {
             return None;
@@ -130,10 +130,9 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    headers: HeaderMap,
+    Delegation(delegation): Delegation,
 ) -> Result<Response, Error> {
     let (mount, ident) = members::resolve(&state, caller.clone(), &raw, name, Privilege::Read, Kind::Table).await?;
-    let delegation = credentials::delegation(&headers);
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
     let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
