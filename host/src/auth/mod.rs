@@ -33,7 +33,9 @@ pub struct Authenticator {
     anonymous: Option<Arc<Principal>>,
     /// Tokens already verified: the principal they name and when they expire. A
     /// signature check costs more than the rest of a loadTable; a lookup does not.
-    verified: Mutex<HashMap<String, Arc<Verified>>>,
+    /// (Hashed with foldhash, seeded per process: a token is a few hundred bytes hashed
+    /// on every request, and only tokens that verified are ever stored.)
+    verified: Mutex<HashMap<String, Arc<Verified>, foldhash::fast::RandomState>>,
 }
 
 /// Verified tokens remembered at most; the memory is cleared when it fills.
@@ -52,7 +54,7 @@ impl Authenticator {
                 oidc: None,
             })
         });
-        Self { directory, issuer, oidc, anonymous, verified: Mutex::new(HashMap::new()) }
+        Self { directory, issuer, oidc, anonymous, verified: Mutex::new(HashMap::default()) }
     }
 
     /// The OpenID Connect issuer whose users principals may be mapped to.

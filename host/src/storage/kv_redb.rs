@@ -37,6 +37,8 @@ pub struct RedbStore {
 }
 
 type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
+/// Snapshots by table name (names the server chooses: a fast fixed hash will do).
+type SnapshotMap = HashMap<String, (u64, Arc<Table>), foldhash::fast::FixedState>;
 
 /// The read snapshot of each key space, reused by every read until the next commit:
 /// opening a read transaction and its table costs more than a lookup in it. A commit
@@ -47,11 +49,11 @@ type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
 struct Snapshots {
     commits: AtomicU64,
     /// By table name: the snapshot, and the commit count read before it was opened.
-    tables: Mutex<HashMap<String, (u64, Arc<Table>)>>,
+    tables: Mutex<SnapshotMap>,
 }
 
 impl Snapshots {
-    fn tables(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, Arc<Table>)>> {
+    fn tables(&self) -> std::sync::MutexGuard<'_, SnapshotMap> {
         self.tables.lock().expect("read snapshots")
     }
 
