@@ -56,9 +56,9 @@ async fn backend_page(
         .map_err(|e| Error::from_backend(e, absent(parent)))?;
     let mut items = Vec::with_capacity(page.items.len());
     for entry in page.items {
-        let ns = mount.restore(entry.namespace);
-        let visible = access.can_read(&Resource::Namespace(ns.clone()))?;
-        items.push((visible.then_some(ns), entry.cursor));
+        let resource = Resource::Namespace(mount.restore(entry.namespace));
+        let visible = access.can_read(&resource)?;
+        items.push((visible.then(|| resource.into_namespace()), entry.cursor));
     }
     Ok(Batch { items, done: page.done })
 }
