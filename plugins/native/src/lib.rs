@@ -115,8 +115,10 @@ fn scan_names(prefix: &[u8], page: &PageRequest) -> Result<(Vec<String>, bool), 
         .into_iter()
         .take(limit as usize)
         .map(|e| {
-            String::from_utf8(e.key[prefix.len()..].to_vec())
-                .map_err(|_| Error::Internal("a stored key is not UTF-8".into()))
+            // The name is the key's tail: moved down in the key's own buffer, not copied.
+            let mut name = e.key;
+            name.drain(..prefix.len());
+            String::from_utf8(name).map_err(|_| Error::Internal("a stored key is not UTF-8".into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((names, done))
