@@ -140,7 +140,9 @@ async fn write_metadata(
 fn pointer_of(committed: &Committed) -> Pointer {
     Pointer {
         metadata_location: committed.metadata_location.clone(),
-        metadata_json: String::from_utf8_lossy(&committed.metadata_json).into_owned(),
+        // Checked as UTF-8 the fast way (it is: serde_json wrote it), not char by char.
+        metadata_json: String::from_utf8(committed.metadata_json.to_vec())
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         config: vec![],
         storage_credentials: String::new(),
     }
