@@ -7,14 +7,19 @@
 //! does, and a client that left just never reads the answer.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use axum::response::{IntoResponse, Response};
 
 use crate::audit::RequestContext;
 use crate::error::Error;
 
+/// The rest of a request, boxed where it is made: a handler's future is large (a
+/// commit's runs to many kilobytes), and spawning moves it several times over.
+pub type Work = Pin<Box<dyn Future<Output = Response> + Send>>;
+
 /// Runs `request`, the rest of a request that may change something, as its own task.
-pub async fn run_to_completion(request: impl Future<Output = Response> + Send + 'static) -> Response {
+pub async fn run_to_completion(request: Work) -> Response {
     // The task keeps the request's span, so its log lines carry the request id, and
     // its context, so its audit records do.
     let request = RequestContext::carried(tracing::Instrument::in_current_span(request));
@@ -52,7 +57,7 @@ mod tests {
                 flag.store(true, Ordering::SeqCst);
             }
         };
-        let detached = |request: Request, next: Next| run_to_completion(next.run(request));
+        let detached = |request: Request, next: Next| run_to_completion(Box::pin(next.run(request)));
         let app = Router::new().route("/x", post(handler)).layer(axum::middleware::from_fn(detached));
         let request = Request::post("/x").body(Body::empty()).unwrap();
         let dropped = tokio::time::timeout(Duration::from_millis(10), app.oneshot(request)).await;

@@ -32,9 +32,9 @@ pub async fn guarded(axum::extract::State(state): State, request: Request, next:
         if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
             return next.run(request).await;
         }
-        detach::run_to_completion(async move {
+        detach::run_to_completion(Box::pin(async move {
             idempotency::idempotent(app, request, next).await.unwrap_or_else(IntoResponse::into_response)
-        })
+        }))
         .await
     })
     .await
