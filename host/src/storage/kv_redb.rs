@@ -42,9 +42,10 @@ type SnapshotMap = HashMap<String, (u64, Arc<Table>), foldhash::fast::FixedState
 
 /// The read snapshot of each key space, reused by every read until the next commit:
 /// opening a read transaction and its table costs more than a lookup in it. A commit
-/// counts itself and drops them all, so no snapshot outlives a commit to keep old
-/// pages from being reused, and one opened while a commit was under way is taken
-/// for what it may be, older than the commit, and not used again.
+/// counts itself and drops them all, so old snapshots do not keep old pages from being
+/// reused. One opened while a commit was under way may be older than that commit: it
+/// is never used again, and is replaced by the next read of its space or dropped by
+/// the next commit.
 #[derive(Default)]
 struct Snapshots {
     commits: AtomicU64,
