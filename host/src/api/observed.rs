@@ -23,9 +23,9 @@ where
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_label(request.method());
     let mount = mount_of(state, request.uri());
-    let context =
-        RequestContext { method, route: route.clone(), request_id: request.headers().get("x-request-id").cloned() };
-    let span = request_span(request.headers());
+    let request_id = request.headers().get("x-request-id").cloned();
+    let span = request_span(request_id.as_ref());
+    let context = RequestContext { method, route: route.clone(), request_id };
     let started = Instant::now();
     let response = context.scope(run(request)).instrument(span).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
@@ -35,8 +35,8 @@ where
 
 /// The span of one request, carried by every log line it causes: its id. (One field:
 /// the span is made for every request, and formatting it is most of its cost.)
-fn request_span(headers: &axum::http::HeaderMap) -> tracing::Span {
-    let id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+fn request_span(id: Option<&axum::http::HeaderValue>) -> tracing::Span {
+    let id = id.and_then(|v| v.to_str().ok()).unwrap_or_default();
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
     // Displayed, not debugged: the id was checked to need no escaping

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use redb::{Database, Durability, ReadOnlyTable, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadOnlyTable, ReadableTable, TableDefinition, TableHandle};
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
 
@@ -59,16 +59,20 @@ impl Snapshots {
     }
 
     /// A snapshot of `table` that holds every commit that returned before this call.
-    fn current(&self, db: &Database, table: &str) -> Result<Arc<Table>, KvError> {
+    fn current(
+        &self,
+        db: &Database,
+        table: TableDefinition<'_, &'static [u8], &'static [u8]>,
+    ) -> Result<Arc<Table>, KvError> {
         let commits = self.commits.load(Ordering::Acquire);
-        if let Some((at, snapshot)) = self.tables().get(table) {
+        if let Some((at, snapshot)) = self.tables().get(table.name()) {
             if *at == commits {
                 return Ok(snapshot.clone());
             }
         }
         let txn = db.begin_read().map_err(store_err)?;
-        let snapshot = Arc::new(txn.open_table(TableDefinition::new(table)).map_err(store_err)?);
-        self.tables().insert(table.to_string(), (commits, snapshot.clone()));
+        let snapshot = Arc::new(txn.open_table(table).map_err(store_err)?);
+        self.tables().insert(table.name().to_string(), (commits, snapshot.clone()));
         Ok(snapshot)
     }
 
@@ -222,7 +226,7 @@ impl RedbSpace {
 
     /// Reads one key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
-        let table = self.snapshots.current(&self.db, &self.table)?;
+        let table = self.snapshots.current(&self.db, self.def())?;
         Ok(table.get(key).map_err(store_err)?.map(|v| {
             let (version, value) = split(v.value());
             Entry { key: key.to_vec(), value: value.to_vec(), version }
@@ -231,7 +235,7 @@ impl RedbSpace {
 
     /// Reads up to `limit` keys in [start, end).
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
-        let table = self.snapshots.current(&self.db, &self.table)?;
+        let table = self.snapshots.current(&self.db, self.def())?;
         let range = match end {
             Some(end) if end <= start => return Ok(vec![]),
             Some(end) => table.range::<&[u8]>(start..end),
