@@ -18,29 +18,6 @@ source bench/build.sh
 build --bin rustberg
 source bench/start_rustberg.sh
 
-# Every request sets one property on the next of $2 tables, round robin from table $3.
-lua() {
-  cat <<LUA
-local n = ${3:-0}
-request = function()
-  n = n + 1
-  local body = string.format('{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"%d"}}]}', n)
-  wrk.headers["content-type"] = "application/json"
-  return wrk.format("POST", "$1/namespaces/bench/tables/t" .. (n % $2), nil, body)
-end
-LUA
-}
-
-# Creates namespace bench and tables t0..t15 through $api.
-tables() {
-  local json='content-type: application/json' auth="Authorization: Bearer $token"
-  curl -sf -H "$auth" -X POST "$api/namespaces" -H "$json" -d '{"namespace":["bench"]}' > /dev/null
-  for i in $(seq 0 15); do
-    curl -sf -H "$auth" -X POST "$api/namespaces/bench/tables" -H "$json" \
-      -d "{\"name\":\"t$i\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}" > /dev/null
-  done
-}
-
 # wrk against one host: "<commits/s> <non-2xx>".
 run() {
   local out
@@ -51,9 +28,9 @@ run() {
 echo "updateTable; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-34s %12s %10s\n' run "commits/s" "non-2xx"
 start_rustberg 18184
-tables
-lua "/v1/catalog" 1 > "$work/one.lua"
-lua "/v1/catalog" 16 > "$work/spread.lua"
+commit_tables
+commit_load "/v1/catalog" 1 > "$work/one.lua"
+commit_load "/v1/catalog" 16 > "$work/spread.lua"
 read -r rate refused < <(run 1 "$work/one.lua" "$token" "http://127.0.0.1:18184")
 printf '%-34s %12s %10s\n' "redb, sequential, one table" "$rate" "$refused"
 read -r rate refused < <(run 16 "$work/spread.lua" "$token" "http://127.0.0.1:18184")
@@ -85,9 +62,9 @@ done
 token=$(curl -sf "http://127.0.0.1:18185/v1/oauth/tokens" -d grant_type=client_credentials \
   -d client_id=root -d "client_secret=$secret" | sed 's/.*"access_token":"\([^"]*\)".*/\1/')
 api="http://127.0.0.1:18185/v1/catalog"
-tables
+commit_tables
 # The second host starts half-way round, so the hosts meet on a table only by chance.
-lua "/v1/catalog" 16 8 > "$work/spread-b.lua"
+commit_load "/v1/catalog" 16 8 > "$work/spread-b.lua"
 run 8 "$work/spread.lua" "$token" "http://127.0.0.1:18185" > "$work/a" &
 run 8 "$work/spread-b.lua" "$token" "http://127.0.0.1:18186" > "$work/b"
 wait $!

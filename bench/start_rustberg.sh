@@ -5,7 +5,8 @@
 # waits until it is ready, and logs in as the admin it minted: $token is a bearer
 # token, $api the catalog's base URL.
 
-# $RUSTBERG_BIN runs another build (an older one, to measure before and after).
+# $RUSTBERG_BIN runs another build (an older one, to measure before and after);
+# $RUSTBERG_WRAP is a command to run it under (valgrind, for bench/instructions.sh).
 # A set RUST_BACKTRACE makes every internal error capture a backtrace: not what a
 # server in production pays.
 unset RUST_BACKTRACE
@@ -21,8 +22,11 @@ listen = "127.0.0.1:$port"
 data_dir = "$work/data"
 $extra
 TOML
-  RUST_LOG=warn taskset -c 0 "${RUSTBERG_BIN:-$bin/rustberg}" serve --config "$work/rustberg.toml" > "$work/rustberg.log" 2>&1 &
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
+  # shellcheck disable=SC2086 # the wrapper is a command and its words
+  RUST_LOG=warn taskset -c 0 ${RUSTBERG_WRAP:-} "${RUSTBERG_BIN:-$bin/rustberg}" serve --config "$work/rustberg.toml" \
+    > "$work/rustberg.log" 2>&1 &
+  # Up to a minute: under valgrind a start takes seconds.
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
   # The admin the server minted is printed at start-up.
   local credential
   credential=$(grep -o 'credential admin:[^ ]*' "$work/rustberg.log" | head -1 | cut -d' ' -f2)
@@ -50,4 +54,49 @@ compare_with_noop() {
     printf '%-12s %14s %14s %8s\n' "$c" "$noop" "$real" "$(awk -v a="$real" -v b="$noop" 'BEGIN {printf "%.2f", a / b}')"
   done
   kill %% 2>/dev/null || true
+}
+
+# The tables the benchmarks load and commit to, made through $api as $token. (The
+# namespace bench is made by whichever comes first: a second "already exists" is
+# ignored.)
+bench_post() { command curl -sf -H "Authorization: Bearer $token" -H 'content-type: application/json' -X POST "$api/$1" -d "$2" > /dev/null; }
+bench_namespace() {
+  command curl -s -H "Authorization: Bearer $token" -H 'content-type: application/json' -X POST "$api/namespaces" \
+    -d '{"namespace":["bench"]}' > /dev/null
+}
+
+# bench.events: 12 columns, a partition spec and three commits (a 2,110-byte loadTable).
+events_table() {
+  bench_namespace
+  local fields
+  fields=$(for i in $(seq 1 12); do printf '{"id":%d,"name":"c%d","type":"%s","required":false},' "$i" "$i" "$([ $((i % 2)) = 0 ] && echo string || echo long)"; done)
+  bench_post namespaces/bench/tables \
+    "{\"name\":\"events\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[${fields%,}]},\"partition-spec\":{\"spec-id\":0,\"fields\":[{\"source-id\":2,\"field-id\":1000,\"name\":\"c2\",\"transform\":\"identity\"}]}}"
+  for i in 1 2 3; do
+    bench_post namespaces/bench/tables/events \
+      "{\"requirements\":[],\"updates\":[{\"action\":\"set-properties\",\"updates\":{\"commit.$i\":\"value-$i\"}}]}"
+  done
+}
+
+# bench.t0 … bench.t15, one column each.
+commit_tables() {
+  bench_namespace
+  for i in $(seq 0 15); do
+    bench_post namespaces/bench/tables \
+      "{\"name\":\"t$i\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}"
+  done
+}
+
+# `commit_load PREFIX N [START]`: a wrk script whose every request sets one property
+# on the next of the N tables of commit_tables, round robin from table START.
+commit_load() {
+  cat <<LUA
+local n = ${3:-0}
+request = function()
+  n = n + 1
+  local body = string.format('{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"%d"}}]}', n)
+  wrk.headers["content-type"] = "application/json"
+  return wrk.format("POST", "$1/namespaces/bench/tables/t" .. (n % $2), nil, body)
+end
+LUA
 }
