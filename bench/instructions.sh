@@ -5,7 +5,8 @@
 # answer $DURATION of wrk at concurrency 1 with counting on; printed: instructions per
 # request of both (user space only: the kernel's share is not counted), their ratio,
 # and the functions that cost rustberg most, per request. Then instructions per
-# updateTable commit, from 16 writers on 16 tables (the load of bench/commits.sh).
+# updateTable commit, from 16 writers on 16 tables (the load of bench/commits.sh), and
+# per listing of 100 namespaces and of 100 tables (those of bench/listings.sh).
 #
 #   bash bench/instructions.sh
 #   DURATION=20s TOP=40 bash bench/instructions.sh
@@ -51,6 +52,10 @@ rustberg_requests=$(measure "$url")
 commit_tables
 commit_load /v1/catalog 16 > "$out/commits.lua"
 commits=$(measure "http://127.0.0.1:$port" 16 -s "$out/commits.lua")
+# Listings of 100 items: the ones of bench/listings.sh.
+listing_items
+namespace_listings=$(measure "$api/namespaces?pageToken=&pageSize=100")
+table_listings=$(measure "$api/namespaces/bench/tables?pageToken=&pageSize=100")
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 noop_url="http://127.0.0.1:$((port + 1))"
@@ -66,7 +71,16 @@ noop=$(( $(total noop.out.1) / noop_requests ))
 echo "body: $(wc -c < "$out/body.json") bytes; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "instructions per request: no-op $noop, loadTable $rb ($(awk -v a="$rb" -v b="$noop" 'BEGIN {printf "%.1f", a / b}')x)"
 echo "instructions per updateTable commit, 16 writers on 16 tables: $(( $(total rustberg.out.2) / commits ))"
+echo "instructions per listing of 100: listNamespaces $(( $(total rustberg.out.3) / namespace_listings )), listTables $(( $(total rustberg.out.4) / table_listings ))"
+# The $TOP functions of count FILE that cost most, per request of N.
+top() { # top FILE N
+  callgrind_annotate "$out/$1" 2>/dev/null \
+    | awk -v n="$2" -v top="$TOP" '/file:function/ {on = 1; next} on && /^ *[0-9,]+ / && shown < top {
+        v = $1; gsub(",", "", v); sub(/^ *[0-9,]+ \( *[0-9.]+%\) +/, ""); printf "%8.0f  %s\n", v / n, substr($0, 1, 120); shown++ }'
+}
 echo "rustberg, instructions per loadTable by function (self cost):"
-callgrind_annotate "$out/rustberg.out.1" 2>/dev/null \
-  | awk -v n="$rustberg_requests" -v top="$TOP" '/file:function/ {on = 1; next} on && /^ *[0-9,]+ / && shown < top {
-      v = $1; gsub(",", "", v); sub(/^ *[0-9,]+ \( *[0-9.]+%\) +/, ""); printf "%8.0f  %s\n", v / n, substr($0, 1, 120); shown++ }'
+top rustberg.out.1 "$rustberg_requests"
+echo "rustberg, instructions per listNamespaces of 100 by function (self cost):"
+top rustberg.out.3 "$namespace_listings"
+echo "rustberg, instructions per listTables of 100 by function (self cost):"
+top rustberg.out.4 "$table_listings"

@@ -17,14 +17,7 @@ source bench/build.sh
 build --bin rustberg --example noop_server
 source bench/start_rustberg.sh
 start_rustberg 18188
-json='content-type: application/json'
-auth="Authorization: Bearer $token"
-post() { curl -sf -H "$auth" -H "$json" -X POST "$api/$1" -d "$2" > /dev/null; }
-post namespaces '{"namespace":["bench"]}'
-for i in $(seq -w 1 99); do post namespaces "{\"namespace\":[\"n$i\"]}"; done
-for i in $(seq -w 1 100); do
-  post namespaces/bench/tables "{\"name\":\"t$i\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}"
-done
+listing_items
 
 echo "listNamespaces, 100 root namespaces"
 compare_with_noop "$api/namespaces?pageToken=&pageSize=100"

@@ -78,6 +78,18 @@ events_table() {
   done
 }
 
+# The listings of bench/listings.sh: 100 root namespaces (bench, n01 … n99) and the
+# tables bench.t001 … bench.t100, one column each.
+listing_items() {
+  bench_namespace
+  local i
+  for i in $(seq -w 1 99); do bench_post namespaces "{\"namespace\":[\"n$i\"]}"; done
+  for i in $(seq -w 1 100); do
+    bench_post namespaces/bench/tables \
+      "{\"name\":\"t$i\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}"
+  done
+}
+
 # bench.t0 … bench.t15, one column each.
 commit_tables() {
   bench_namespace

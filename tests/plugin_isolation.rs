@@ -71,6 +71,34 @@ async fn concurrent_requests_survive_a_looping_one() {
     assert_error(&looping.await.unwrap(), 500, "InternalServerError");
 }
 
+/// A backend that exports `key-listings` names a prefix and the host scans its keys:
+/// what it lists is what its keys say (its own `list-namespaces` answers nothing), a key
+/// that is not a name fails the listing naming the mount, and a failure or a trap in
+/// the prefix call is the listing's error, never an empty page.
+#[tokio::test]
+async fn listings_served_from_a_backends_keys_fail_naming_the_mount() {
+    let mut s = misbehaving_server();
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["listed"]})).await.0, 200);
+    assert_eq!(s.get("/namespaces").await, (200, json!({"namespaces": [["listed"]]})));
+    let (status, page) = s.get("/namespaces?pageToken=&pageSize=1").await;
+    assert_eq!((status, &page["namespaces"]), (200, &json!([["listed"]])), "{page}");
+
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["garbage"]})).await.0, 200);
+    let listed = s.get("/namespaces").await;
+    assert_error(&listed, 500, "InternalServerError");
+    let message = listed.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("root catalog") && message.contains("not a name"), "{message}");
+
+    let trapped = s.get("/namespaces/listed/tables").await;
+    assert_error(&trapped, 500, "InternalServerError");
+    let message = trapped.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("root catalog") && message.contains("deliberate trap"), "{message}");
+    let unavailable = s.get("/namespaces/listed/views").await;
+    assert_error(&unavailable, 503, "ServiceUnavailableException");
+    assert!(unavailable.1["error"]["message"].as_str().unwrap().contains("somewhere else"), "{}", unavailable.1);
+    assert!(s.running());
+}
+
 #[test]
 fn a_component_importing_more_than_granted_is_refused() {
     let component = components_dir().join("greedy.wasm");

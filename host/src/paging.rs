@@ -39,16 +39,17 @@ pub fn listing(mount: &str, what: &str, parent: &[String]) -> String {
 /// Issues and verifies page tokens.
 #[derive(Clone)]
 pub struct PageTokens {
-    key: [u8; 32],
+    /// The HMAC with the key already absorbed: cloned per token, half the hashing.
+    keyed: Hmac<Sha256>,
 }
 
 impl PageTokens {
     pub fn new(key: [u8; 32]) -> Self {
-        Self { key }
+        Self { keyed: Hmac::<Sha256>::new_from_slice(&key).expect("any key length") }
     }
 
     fn mac(&self, payload: &[u8]) -> Vec<u8> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        let mut mac = self.keyed.clone();
         mac.update(payload);
         mac.finalize().into_bytes()[..MAC_LEN].to_vec()
     }
@@ -68,7 +69,7 @@ impl PageTokens {
         let (payload, mac) = token.split_once('.')?;
         let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
         let mac = URL_SAFE_NO_PAD.decode(mac).ok()?;
-        let mut check = Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        let mut check = self.keyed.clone();
         check.update(&payload);
         check.verify_truncated_left(&mac).ok()?;
         if mac.len() != MAC_LEN {
@@ -111,30 +112,58 @@ impl PageAsk {
     }
 }
 
-/// One batch from a backend: each item with its cursor, `None` where the caller may
-/// not see the item (its cursor still counts), and whether the listing ended.
-pub struct Batch<T> {
-    pub items: Vec<(Option<T>, String)>,
+/// An item of a batch, as the caller's page sees it.
+#[derive(Debug)]
+pub enum Entry {
+    /// Served; the item is its own cursor (a name keyed in the backend's store).
+    Served(String),
+    /// Served, with a cursor of its own.
+    ServedAt(String, String),
+    /// Not visible to the caller: only its cursor counts.
+    Hidden(String),
+}
+
+impl Entry {
+    /// `item`, with its `cursor` (`None`: the item is its own), served if `visible`.
+    pub fn new(item: String, cursor: Option<String>, visible: bool) -> Self {
+        match (visible, cursor) {
+            (true, None) => Entry::Served(item),
+            (true, Some(cursor)) => Entry::ServedAt(item, cursor),
+            (false, cursor) => Entry::Hidden(cursor.unwrap_or(item)),
+        }
+    }
+}
+
+/// One batch from a backend, filtered, and whether the listing ended.
+pub struct Batch {
+    pub entries: Vec<Entry>,
     pub done: bool,
+}
+
+/// Where the page last moved: to a cursor, or to the last item served (which is its
+/// own cursor, copied only when the page needs it).
+enum Moved {
+    To(String),
+    ToLastServed,
 }
 
 /// Fills one page (or everything) with the visible items of the batches `fetch`
 /// returns after a cursor. Returns the items and the cursor to resume after, if
 /// anything may follow. A backend that makes no progress ends in `stuck(why)`.
-pub async fn fill<T, E, Fut>(
+pub async fn fill<E, Fut>(
     ask: PageAsk,
     mut fetch: impl FnMut(Option<String>, u32) -> Fut,
     stuck: impl FnOnce(String) -> E,
-) -> Result<(Vec<T>, Option<String>), E>
+) -> Result<(Vec<String>, Option<String>), E>
 where
-    Fut: Future<Output = Result<Batch<T>, E>>,
+    Fut: Future<Output = Result<Batch, E>>,
 {
     let (mut after, want) = match ask {
         PageAsk::All => (None, None),
         PageAsk::Page { after, size } => (after, Some(size as usize)),
     };
     let max_calls = if want.is_some() { MAX_CALLS_PER_PAGE } else { MAX_CALLS_PER_LISTING };
-    let mut page = Vec::new();
+    let mut page = Vec::with_capacity(want.unwrap_or(0));
     for _ in 0..max_calls {
         let before = after.clone();
         let batch_size = match want {
@@ -142,16 +171,31 @@ where
             None => MAX_PAGE_SIZE,
         };
         let batch = fetch(after.clone(), batch_size).await?;
-        let returned_items = !batch.items.is_empty();
+        let returned_items = !batch.entries.is_empty();
         let mut served_to_end = true;
-        for (item, cursor) in batch.items {
+        let mut moved = None;
+        for entry in batch.entries {
             if want.is_some_and(|want| page.len() >= want) {
                 // The page is full part-way through a batch: resume after the last served item.
                 served_to_end = false;
                 break;
             }
-            after = Some(cursor);
-            page.extend(item);
+            moved = Some(match entry {
+                Entry::Served(item) => {
+                    page.push(item);
+                    Moved::ToLastServed
+                }
+                Entry::ServedAt(item, cursor) => {
+                    page.push(item);
+                    Moved::To(cursor)
+                }
+                Entry::Hidden(cursor) => Moved::To(cursor),
+            });
+        }
+        match moved {
+            Some(Moved::To(cursor)) => after = Some(cursor),
+            Some(Moved::ToLastServed) => after = page.last().cloned(),
+            None => {}
         }
         let finished = batch.done && served_to_end;
         if finished {
@@ -189,12 +233,19 @@ mod tests {
     }
 
     /// A backend of `n` numbered items, paged `batch` at a time.
-    async fn walk(n: usize, batch: usize, page_size: u32, visible: impl Fn(&usize) -> bool + Copy) -> Vec<Vec<usize>> {
+    async fn walk(n: usize, batch: usize, page_size: u32, visible: impl Fn(&usize) -> bool + Copy) -> Vec<Vec<String>> {
+        // Even items are their own cursors, odd ones carry theirs.
         let fetch = |after: Option<String>, limit: u32| async move {
             let start = after.map(|c| c.parse::<usize>().unwrap() + 1).unwrap_or(0);
             let end = (start + (limit as usize).min(batch)).min(n);
-            let items = (start..end).map(|i| (visible(&i).then_some(i), i.to_string())).collect();
-            Ok::<_, ()>(Batch { items, done: end == n })
+            let entries = (start..end)
+                .map(|i| match (visible(&i), i % 2) {
+                    (false, _) => Entry::Hidden(i.to_string()),
+                    (true, 0) => Entry::Served(i.to_string()),
+                    (true, _) => Entry::ServedAt(i.to_string(), i.to_string()),
+                })
+                .collect();
+            Ok::<_, ()>(Batch { entries, done: end == n })
         };
         let mut pages = vec![];
         let mut after = None;
@@ -212,7 +263,7 @@ mod tests {
     async fn a_backend_that_makes_no_progress_ends_the_listing_in_an_error() {
         // The same item, with the same cursor, forever.
         let stuck = |_: Option<String>, _: u32| async {
-            Ok::<_, String>(Batch { items: vec![(None::<u8>, "x".to_string())], done: false })
+            Ok::<_, String>(Batch { entries: vec![Entry::Hidden("x".to_string())], done: false })
         };
         for ask in [PageAsk::All, PageAsk::Page { after: None, size: 10 }] {
             let got = fill(ask, stuck, |why| why).await;
@@ -222,7 +273,7 @@ mod tests {
         let counter = std::sync::atomic::AtomicUsize::new(0);
         let endless = |_: Option<String>, _: u32| {
             let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            async move { Ok::<_, String>(Batch { items: vec![(None::<u8>, n.to_string())], done: false }) }
+            async move { Ok::<_, String>(Batch { entries: vec![Entry::Hidden(n.to_string())], done: false }) }
         };
         let got = fill(PageAsk::Page { after: None, size: 10 }, endless, |why| why).await;
         assert!(got.unwrap_err().contains("more than 1000 calls"));
@@ -251,7 +302,7 @@ mod tests {
             ("nothing", |_: &usize| false),
         ] {
             let pages = walk(50, 7, 10, visible).await;
-            let seen: Vec<usize> = pages.iter().flatten().copied().collect();
+            let seen: Vec<usize> = pages.iter().flatten().map(|i| i.parse().unwrap()).collect();
             let expected: Vec<usize> = (0..50).filter(visible).collect();
             assert_eq!(seen, expected, "{name}");
             for page in &pages[..pages.len() - 1] {

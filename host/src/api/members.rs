@@ -4,14 +4,16 @@
 
 use axum::http::StatusCode;
 
-use super::model::{ListQuery, ListTablesResponse, RenameTableRequest, TableIdentifier};
+use super::listing_bodies::ListTablesResponse;
+use super::model::{ListQuery, RenameTableRequest};
 use super::{parse_namespace, AppState};
 use crate::auth::Caller;
 use crate::authz::{Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::paging::{self, Batch, PageAsk};
+use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::{Ident, PageRequest};
+use crate::plugins::Listing;
 use crate::recovery;
 use crate::tables;
 
@@ -94,40 +96,42 @@ pub async fn list(
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
         // A mount root holds namespaces only.
-        return Ok(ListTablesResponse { identifiers: vec![], next_page_token: None });
+        return Ok(ListTablesResponse { namespace: ns, names: vec![], next_page_token: None });
     }
+    let filtered = !access.can_read_all_in(&ns);
     let what = match kind {
         Kind::Table => "tables",
         Kind::View => "views",
     };
     let space = paging::listing(&mount.space, what, local);
     let ask = PageAsk::from_query(&state.tokens, &space, q.page_token.as_deref(), q.page_size);
+    let listing = match kind {
+        Kind::Table => Listing::Tables(local.to_vec()),
+        Kind::View => Listing::Views(local.to_vec()),
+    };
     let (names, next) = paging::fill(
         ask,
         |after, limit| {
-            let (local, access, ns) = (local.to_vec(), &access, &ns);
+            let (listing, access, ns) = (&listing, &access, &ns);
             async move {
-                let page = PageRequest { after, limit };
-                let page = match kind {
-                    Kind::Table => mount.backend.list_tables(local, page).await,
-                    Kind::View => mount.backend.list_views(local, page).await,
+                let listed = mount
+                    .backend
+                    .list(listing, PageRequest { after, limit })
+                    .await
+                    .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
+                let mut entries = Vec::with_capacity(listed.items.len());
+                for item in listed.items {
+                    let visible = !filtered || access.can_read(&kind.resource(ns, &item.name))?;
+                    entries.push(Entry::new(item.name, item.cursor, visible));
                 }
-                .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
-                let mut items = Vec::with_capacity(page.items.len());
-                for entry in page.items {
-                    let visible = access.can_read(&kind.resource(ns, &entry.name))?;
-                    items.push((visible.then_some(entry.name), entry.cursor));
-                }
-                Ok::<_, Error>(Batch { items, done: page.done })
+                Ok::<_, Error>(Batch { entries, done: listed.done })
             }
         },
         |why| mount.stuck(&why),
     )
     .await?;
-    Ok(ListTablesResponse {
-        identifiers: names.into_iter().map(|name| TableIdentifier { namespace: ns.clone(), name }).collect(),
-        next_page_token: next.map(|cursor| state.tokens.issue(&space, &cursor)),
-    })
+    let next_page_token = next.map(|cursor| state.tokens.issue(&space, &cursor));
+    Ok(ListTablesResponse { namespace: ns, names, next_page_token })
 }
 
 /// Renames a table or view. Both sides must be in one backend: a rename across mounts

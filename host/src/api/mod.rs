@@ -8,6 +8,7 @@ mod detach;
 mod endpoints;
 mod health;
 pub mod idempotency;
+mod listing_bodies;
 mod management;
 mod members;
 mod model;

@@ -36,13 +36,6 @@ pub struct NamespaceResponse {
     pub properties: HashMap<String, String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ListNamespacesResponse {
-    pub namespaces: Vec<Vec<String>>,
-    #[serde(rename = "next-page-token", skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpdatePropertiesRequest {
@@ -63,13 +56,6 @@ pub struct UpdatePropertiesResponse {
 pub struct TableIdentifier {
     pub namespace: Vec<String>,
     pub name: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ListTablesResponse {
-    pub identifiers: Vec<TableIdentifier>,
-    #[serde(rename = "next-page-token", skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,7 +155,7 @@ impl IntoResponse for TableResult<'_> {
 
 /// Writes `s` as a JSON string: as it is when nothing in it needs escaping (a
 /// location, a config value), which is checked far faster than escaping goes.
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
+pub(super) fn write_json_string(out: &mut Vec<u8>, s: &str) {
     // A fold, not `all`: with no early exit the check is vectorized.
     let needs_escape = s.bytes().fold(false, |found, b| found | (b < 0x20) | (b == b'"') | (b == b'\\'));
     if !needs_escape {

@@ -5,19 +5,19 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Extension;
 
+use super::listing_bodies::ListNamespacesResponse;
 use super::members::no_such_namespace;
 use super::model::{
-    CreateNamespaceRequest, ListNamespacesResponse, ListQuery, NamespaceResponse, UpdatePropertiesRequest,
-    UpdatePropertiesResponse,
+    CreateNamespaceRequest, ListQuery, NamespaceResponse, UpdatePropertiesRequest, UpdatePropertiesResponse,
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::paging::{self, Batch, PageAsk};
+use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::PageRequest;
-use crate::plugins::BackendErrorKind;
+use crate::plugins::{BackendErrorKind, Listing};
 use crate::recovery;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::tables::locations;
@@ -39,28 +39,61 @@ fn refuse_mount_root(mount: &Mount, local: &[String], what: &str) -> Result<(), 
     }
 }
 
-/// Lists one page of a mount's namespaces under `local_parent`, marking the ones the
-/// caller may not read.
+/// Lists one page of a mount's children of `parent` (the path the client sees;
+/// `listing` is the backend's), marking the ones the caller may not read (none where
+/// it may read all of `parent`).
 async fn backend_page(
     mount: &Mount,
     access: &Access,
     parent: &[String],
-    local_parent: Option<Vec<String>>,
+    listing: &Listing,
     after: Option<String>,
     limit: u32,
-) -> Result<Batch<Vec<String>>, Error> {
-    let page = mount
+) -> Result<Batch, Error> {
+    let listed = mount
         .backend
-        .list_namespaces(local_parent, PageRequest { after, limit })
+        .list(listing, PageRequest { after, limit })
         .await
         .map_err(|e| Error::from_backend(e, absent(parent)))?;
-    let mut items = Vec::with_capacity(page.items.len());
-    for entry in page.items {
-        let resource = Resource::Namespace(mount.restore(entry.namespace));
-        let visible = access.can_read(&resource)?;
-        items.push((visible.then(|| resource.into_namespace()), entry.cursor));
+    let mut entries = Vec::with_capacity(listed.items.len());
+    if parent.is_empty() || !access.can_read_all_in(parent) {
+        let mut children = Children::of(parent);
+        for item in listed.items {
+            let (visible, name) = children.readable(access, item.name)?;
+            entries.push(Entry::new(name, item.cursor, visible));
+        }
+    } else {
+        entries.extend(listed.items.into_iter().map(|item| Entry::new(item.name, item.cursor, true)));
     }
-    Ok(Batch { items, done: page.done })
+    Ok(Batch { entries, done: listed.done })
+}
+
+/// Checks the caller's read access to one child of a namespace after another, on one
+/// resource reused for all (a page of 100 would otherwise build 100 paths).
+struct Children(Resource);
+
+impl Children {
+    fn of(parent: &[String]) -> Self {
+        let mut path = Vec::with_capacity(parent.len() + 1);
+        path.extend_from_slice(parent);
+        path.push(String::new());
+        Self(Resource::Namespace(path))
+    }
+
+    fn child(&mut self) -> &mut String {
+        match &mut self.0 {
+            Resource::Namespace(path) => path.last_mut().expect("the child's level"),
+            _ => unreachable!("built as a namespace"),
+        }
+    }
+
+    /// Whether the caller may read the child `name`; the name is handed back.
+    fn readable(&mut self, access: &Access, name: String) -> Result<(bool, String), Error> {
+        *self.child() = name;
+        let visible = access.can_read(&self.0);
+        let name = std::mem::take(self.child());
+        Ok((visible?, name))
+    }
 }
 
 /// The top level: the mount names (configuration, sorted) followed by the root
@@ -81,34 +114,39 @@ async fn list_top_level(
     let root_cursor = token.and_then(|t| tokens.verify(&root_space, t));
     let after_mount = token.and_then(|t| tokens.verify(MOUNTS_SPACE, t));
     let want = PageAsk::from_query(tokens, MOUNTS_SPACE, token, size).size().map(|w| w as usize);
-    let full = |served: &Vec<Vec<String>>| want.is_some_and(|w| served.len() >= w);
-    let mut namespaces = Vec::new();
+    let full = |served: &Vec<String>| want.is_some_and(|w| served.len() >= w);
+    let mut names = Vec::new();
     if root_cursor.is_none() {
         let mut examined = after_mount.clone();
         for (name, _) in state.mounts.named().filter(|(n, _)| after_mount.as_ref().is_none_or(|a| *n > a)) {
-            if full(&namespaces) {
+            if full(&names) {
                 break;
             }
             if access.can_read(&Resource::Namespace(vec![name.clone()]))? {
-                namespaces.push(vec![name.clone()]);
+                names.push(name.clone());
             }
             examined = Some(name.clone());
         }
-        if full(&namespaces) {
+        if full(&names) {
             // Resume after the last mount name examined (the root catalog follows).
             let next_page_token = examined.map(|m| tokens.issue(MOUNTS_SPACE, &m));
-            return Ok(ListNamespacesResponse { namespaces, next_page_token });
+            return Ok(ListNamespacesResponse { parent: vec![], names, next_page_token });
         }
     }
     let ask = match want {
         None => PageAsk::All,
-        Some(w) => PageAsk::Page { after: root_cursor, size: (w - namespaces.len()) as u32 },
+        Some(w) => PageAsk::Page { after: root_cursor, size: (w - names.len()) as u32 },
     };
-    let (more, next) =
-        paging::fill(ask, |after, limit| backend_page(root, access, &[], None, after, limit), |why| root.stuck(&why))
-            .await?;
-    namespaces.extend(more);
-    Ok(ListNamespacesResponse { namespaces, next_page_token: next.map(|c| tokens.issue(&root_space, &c)) })
+    let listing = Listing::Namespaces(None);
+    let (more, next) = paging::fill(
+        ask,
+        |after, limit| backend_page(root, access, &[], &listing, after, limit),
+        |why| root.stuck(&why),
+    )
+    .await?;
+    names.extend(more);
+    let next_page_token = next.map(|c| tokens.issue(&root_space, &c));
+    Ok(ListNamespacesResponse { parent: vec![], names, next_page_token })
 }
 
 pub async fn list(
@@ -122,23 +160,21 @@ pub async fn list(
     };
     let access = state.authz.access(caller.0).await?;
     if parent.is_empty() {
-        return Ok(axum::Json(list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await?));
+        return list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await;
     }
     access.require(&Resource::Namespace(parent.clone()), Privilege::Read, no_such_namespace(&parent))?;
     let (mount, local) = state.mounts.route(&parent);
     let space = paging::listing(&mount.space, "namespaces", local);
     let ask = PageAsk::from_query(&state.tokens, &space, q.page_token.as_deref(), q.page_size);
-    let local_parent = (!local.is_empty()).then(|| local.to_vec());
-    let (namespaces, next) = paging::fill(
+    let listing = Listing::Namespaces((!local.is_empty()).then(|| local.to_vec()));
+    let (names, next) = paging::fill(
         ask,
-        |after, limit| backend_page(mount, &access, &parent, local_parent.clone(), after, limit),
+        |after, limit| backend_page(mount, &access, &parent, &listing, after, limit),
         |why| mount.stuck(&why),
     )
     .await?;
-    Ok(axum::Json(ListNamespacesResponse {
-        namespaces,
-        next_page_token: next.map(|cursor| state.tokens.issue(&space, &cursor)),
-    }))
+    let next_page_token = next.map(|cursor| state.tokens.issue(&space, &cursor));
+    Ok(ListNamespacesResponse { parent, names, next_page_token })
 }
 
 pub async fn create(

@@ -59,7 +59,7 @@ pub async fn list(
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    members::list(&state, caller, &raw, q, Kind::View).await.map(axum::Json)
+    members::list(&state, caller, &raw, q, Kind::View).await
 }
 
 pub async fn create(

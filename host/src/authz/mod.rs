@@ -135,7 +135,7 @@ struct Known {
 /// Postgres root it reads one version key, to apply other hosts' changes at once).
 pub struct Authorizer {
     /// Each mount's configured owner: authoritative for the whole mount.
-    mount_owners: Arc<HashMap<String, String>>,
+    mount_owners: Arc<HashMap<String, String, foldhash::fast::RandomState>>,
     /// The host key space: the durable copy of every owner and grant.
     space: KvStore,
     known: RwLock<Arc<Known>>,
@@ -149,7 +149,7 @@ impl Authorizer {
     /// owners the mount table declares.
     pub async fn load(space: KvStore, mount_owners: HashMap<String, String>) -> Result<Self, Error> {
         let authz = Self {
-            mount_owners: Arc::new(mount_owners),
+            mount_owners: Arc::new(mount_owners.into_iter().collect()),
             space,
             known: RwLock::default(),
             applying: tokio::sync::Mutex::new(()),
@@ -228,7 +228,7 @@ pub struct Access {
     pub caller: Arc<Principal>,
     /// The caller and its tenant, as grantees.
     grantees: [Grantee; 2],
-    mount_owners: Arc<HashMap<String, String>>,
+    mount_owners: Arc<HashMap<String, String, foldhash::fast::RandomState>>,
     known: Arc<Known>,
     audit: Arc<AuditLog>,
 }
@@ -309,6 +309,14 @@ impl Access {
             telemetry::authz_decision("filtered");
         }
         Ok(visible)
+    }
+
+    /// Whether the caller may see everything inside namespace `ns` (its tables, views
+    /// and namespaces at any depth): exactly when it may read `ns`, since ownership
+    /// goes by root namespace, whatever grant covers `ns` covers all beneath it, and
+    /// nothing is denied. A listing inside such a namespace has nothing to filter.
+    pub fn can_read_all_in(&self, ns: &[String]) -> bool {
+        self.held(&Resource::Namespace(ns.to_vec())).is_some()
     }
 
     /// Demands `needed` on `resource`: a caller that cannot read it is told it does
@@ -428,5 +436,13 @@ mod tests {
         assert!(table.covers(&Resource::table(&ns(&["a"]), "t")));
         assert!(!table.covers(&Resource::table(&ns(&["a"]), "u")));
         assert!(!table.covers(&Resource::Namespace(ns(&["a"]))));
+        // What covers a namespace covers everything in it (`Access::can_read_all_in`).
+        for grant in [Resource::Namespace(ns(&["a"])), Resource::Namespace(ns(&["a", "b"])), table] {
+            if grant.covers(&Resource::Namespace(ns(&["a", "b"]))) {
+                assert!(grant.covers(&Resource::table(&ns(&["a", "b"]), "t")), "{grant}");
+                assert!(grant.covers(&Resource::View { namespace: ns(&["a", "b"]), name: "v".into() }), "{grant}");
+                assert!(grant.covers(&Resource::Namespace(ns(&["a", "b", "c"]))), "{grant}");
+            }
+        }
     }
 }

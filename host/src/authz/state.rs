@@ -10,7 +10,9 @@
 
 use std::sync::Arc;
 
-use imbl::{HashMap, HashSet};
+use foldhash::fast::RandomState;
+use imbl::shared_ptr::DefaultSharedPtr;
+use imbl::{GenericHashMap, GenericHashSet};
 
 use super::{Grant, Grantee};
 use crate::error::Error;
@@ -28,7 +30,10 @@ pub(super) fn grant_key(id: &str) -> Vec<u8> {
     format!("{GRANT}{id}").into_bytes()
 }
 
-type Ids = HashSet<String>;
+// Hashed with foldhash (seeded per process) rather than SipHash: a decision looks up
+// three of these maps, and a listing of the top level decides once per item.
+type HashMap<K, V> = GenericHashMap<K, V, RandomState, DefaultSharedPtr>;
+type Ids = GenericHashSet<String, RandomState, DefaultSharedPtr>;
 
 #[derive(Clone, Default)]
 pub(super) struct State {

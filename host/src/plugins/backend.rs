@@ -1,10 +1,8 @@
 //! The typed face of one mount's backend component: one async method per export,
 //! each run on a pooled instance, with the component's error variant turned into
-//! a [`BackendError`] that names the mount.
+//! a [`BackendError`] that names the mount. (The listings are in `listings`.)
 
-use super::bindings::{
-    CapabilitySet, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate, TableCommit, WitError,
-};
+use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
 use super::host_state::HostState;
 use super::pool::{CallFuture, Exports, InstancePool};
 use super::{BackendError, BackendErrorKind};
@@ -88,7 +86,7 @@ impl Backend {
 
     /// Runs one export call on the pool: the guest's `result<_, error>` flattened into
     /// `Result<_, BackendError>`, its health, metrics and timing recorded.
-    async fn invoke<R, F>(&self, name: &'static str, call: F) -> Result<R, BackendError>
+    pub(super) async fn invoke<R, F>(&self, name: &'static str, call: F) -> Result<R, BackendError>
     where
         F: for<'a> FnOnce(&'a mut wasmtime::Store<HostState>, &'a Exports) -> CallFuture<'a, Result<R, WitError>>,
     {
@@ -107,6 +105,12 @@ impl Backend {
     /// Whether the backend's store assigns table locations (it exports `placement`).
     pub fn places_tables(&self) -> bool {
         self.pool.places_tables()
+    }
+
+    /// The key space the host scans for this backend's listings, where it exports
+    /// `key-listings` and its mount grants one.
+    pub(super) fn listed_space(&self) -> Option<&crate::storage::kv::KvStore> {
+        self.pool.lists_keys().then(|| self.pool.grants().kv.as_ref()).flatten()
     }
 
     /// Reserves `table` and returns the location its store assigned.
@@ -135,7 +139,7 @@ impl Backend {
         .await
     }
 
-    fn record<T>(&self, result: &Result<T, BackendError>) {
+    pub(super) fn record<T>(&self, result: &Result<T, BackendError>) {
         let failure = match result {
             Err(e) if matches!(e.kind, BackendErrorKind::Unavailable | BackendErrorKind::TimedOut) => {
                 Some(e.to_string())
@@ -163,8 +167,6 @@ impl Backend {
     }
 
     exports! {
-        /// Lists child namespaces of `parent`.
-        fn list_namespaces => call_list_namespaces(parent: Option<Vec<String>> = parent.as_ref(), page: PageRequest = &page) -> NamespacePage;
         /// Loads a namespace's properties.
         fn load_namespace => call_load_namespace(ns: Vec<String> = &ns) -> Vec<(String, String)>;
         /// Creates a namespace.
@@ -173,8 +175,6 @@ impl Backend {
         fn drop_namespace => call_drop_namespace(ns: Vec<String> = &ns) -> ();
         /// Removes and sets namespace properties.
         fn update_namespace_properties => call_update_namespace_properties(ns: Vec<String> = &ns, removals: Vec<String> = &removals, updates: Vec<(String, String)> = &updates) -> PropertiesUpdate;
-        /// Lists table names in a namespace.
-        fn list_tables => call_list_tables(ns: Vec<String> = &ns, page: PageRequest = &page) -> NamePage;
         /// Loads a table pointer (forwarding the client's access-delegation header).
         fn load_table => call_load_table(table: Ident = &table, delegation: Option<String> = delegation.as_deref()) -> Pointer;
         /// Records a new table.
@@ -185,8 +185,6 @@ impl Backend {
         fn drop_table => call_drop_table(table: Ident = &table) -> Pointer;
         /// Renames a table inside the backend.
         fn rename_table => call_rename_table(source: Ident = &source, destination: Ident = &destination) -> ();
-        /// Lists view names in a namespace.
-        fn list_views => call_list_views(ns: Vec<String> = &ns, page: PageRequest = &page) -> NamePage;
         /// Loads a view pointer.
         fn load_view => call_load_view(view: Ident = &view) -> Pointer;
         /// Records a new view.

@@ -10,12 +10,12 @@ wasmtime::component::bindgen!({
 
 pub use exports::rustberg::catalog::backend::Guest as BackendExports;
 pub use rustberg::catalog::types::{
-    CapabilitySet, Error as WitError, Ident, NamePage, NamespacePage, PageRequest, Pointer, PropertiesUpdate,
-    TableCommit,
+    CapabilitySet, Error as WitError, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
+    PropertiesUpdate, TableCommit,
 };
 
-/// The optional `placement` export (since 0.1.2): looked up beside `backend` in each
-/// component, and used only where it is there.
+/// The optional exports, `placement` (since 0.1.2) and `key-listings` (since 0.1.3):
+/// looked up beside `backend` in each component, and used only where they are there.
 pub mod optional {
     wasmtime::component::bindgen!({
         world: "optional-exports",
@@ -24,5 +24,6 @@ pub mod optional {
         with: { "rustberg:catalog/types": super::rustberg::catalog::types },
     });
 
+    pub use exports::rustberg::catalog::key_listings::{Guest as KeyListings, GuestIndices as KeyListingsIndices};
     pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
 }

@@ -9,6 +9,8 @@
 //! - `http`: outbound calls to a mount's own origins, with timeouts and a size cap.
 //! - `http_credential`: what the host adds to them (bearer, AWS SigV4, OAuth2).
 //! - `backend`: typed async calls into a component's `backend` export.
+//! - `listings`: a backend's listings, scanned by the host from its keys where it
+//!   exports `key-listings`.
 //! - `builtin`: the components shipped inside the binary.
 
 mod backend;
@@ -20,6 +22,7 @@ mod guest_output;
 mod host_state;
 pub mod http;
 mod http_credential;
+mod listings;
 mod pool;
 mod runtime;
 
@@ -27,6 +30,7 @@ pub use backend::Backend;
 pub use host_state::Grants;
 pub use http::HttpGrant;
 pub use http_credential::HostCredential;
+pub use listings::{Listed, ListedItem, Listing};
 pub use pool::InstancePool;
 pub use runtime::Runtime;
 

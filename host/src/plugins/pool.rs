@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
-use super::bindings::optional::{Placement, PlacementIndices};
+use super::bindings::optional::{KeyListings, KeyListingsIndices, Placement, PlacementIndices};
 use super::bindings::{CatalogHost, CatalogHostIndices, CatalogHostPre};
 use super::guest_output::own_words;
 use super::host_state::{Grants, HostState, MeteredLimits};
@@ -32,6 +32,7 @@ struct Instance {
 pub struct Exports {
     pub backend: CatalogHost,
     pub placement: Option<Placement>,
+    pub key_listings: Option<KeyListings>,
 }
 
 /// The boxed future of one export call, borrowing the instance.
@@ -43,6 +44,8 @@ pub struct InstancePool {
     backend: CatalogHostIndices,
     /// Where the component exports `placement`, found once.
     placement: Option<PlacementIndices>,
+    /// Where the component exports `key-listings`, found once.
+    key_listings: Option<KeyListingsIndices>,
     grants: Arc<Grants>,
     limits: PluginLimits,
     idle: Mutex<Vec<Instance>>,
@@ -63,13 +66,21 @@ impl InstancePool {
         let backend = CatalogHostIndices::new(pre.instance_pre())?;
         // Absent from components built before 0.1.2, and from most after.
         let placement = PlacementIndices::new(pre.instance_pre()).ok();
+        // Absent from components built before 0.1.3, and from every one without keys.
+        let key_listings = KeyListingsIndices::new(pre.instance_pre()).ok();
         let idle = Mutex::new(Vec::new());
-        Ok(Self { pre, backend, placement, grants, limits, idle, running, peak_memory: Default::default() })
+        let peak_memory = Default::default();
+        Ok(Self { pre, backend, placement, key_listings, grants, limits, idle, running, peak_memory })
     }
 
     /// Whether the component exports `placement` (its store assigns table locations).
     pub fn places_tables(&self) -> bool {
         self.placement.is_some()
+    }
+
+    /// Whether the component exports `key-listings` (the host may scan its keys).
+    pub fn lists_keys(&self) -> bool {
+        self.key_listings.is_some()
     }
 
     /// The largest linear memory any instance was allowed to grow to, in bytes.
@@ -113,8 +124,9 @@ impl InstancePool {
         let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
         let backend = self.backend.load(&mut store, &instance)?;
         let placement = self.placement.as_ref().map(|p| p.load(&mut store, &instance)).transpose()?;
+        let key_listings = self.key_listings.as_ref().map(|k| k.load(&mut store, &instance)).transpose()?;
         telemetry::instance_created(&self.grants.label);
-        Ok(Instance { store, exports: Exports { backend, placement }, calls: 0 })
+        Ok(Instance { store, exports: Exports { backend, placement, key_listings }, calls: 0 })
     }
 
     fn checkout(&self) -> Option<Instance> {

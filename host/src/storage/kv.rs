@@ -64,6 +64,21 @@ impl KvStore {
         }
     }
 
+    /// Hands `each` the keys (not the values) of up to `limit` entries in [start, end),
+    /// in order.
+    pub async fn scan_keys(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: impl FnMut(&[u8]),
+    ) -> Result<(), KvError> {
+        match self {
+            KvStore::Redb(s) => s.scan_keys(start, end, limit, each),
+            KvStore::Postgres(s) => s.scan_keys(start, end, limit, each).await,
+        }
+    }
+
     /// Applies every write if every check holds, atomically and durably.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
         let (store, result) = match self {

@@ -104,6 +104,32 @@ impl PgSpace {
         Ok(rows.iter().map(entry).collect())
     }
 
+    /// Hands `each` up to `limit` keys in [start, end), in order.
+    pub async fn scan_keys(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<(), KvError> {
+        let rows = sqlx::query(
+            "SELECT key FROM rustberg_kv
+             WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3)
+             ORDER BY key LIMIT $4",
+        )
+        .bind(&self.space)
+        .bind(start)
+        .bind(end)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(store_err)?;
+        for row in &rows {
+            each(row.get::<&[u8], _>("key"));
+        }
+        Ok(())
+    }
+
     /// Takes the locks a commit needs, in one order for every commit (so no two wait
     /// for each other in a cycle): the space's lock, then one per key. Key locks use the
     /// two-integer advisory lock space, apart from the space locks' single integer.

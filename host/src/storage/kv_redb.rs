@@ -37,6 +37,7 @@ pub struct RedbStore {
 }
 
 type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
+type Range = redb::Range<'static, &'static [u8], &'static [u8]>;
 /// Snapshots by table name (names the server chooses: a fast fixed hash will do).
 type SnapshotMap = HashMap<String, (u64, Arc<Table>), foldhash::fast::FixedState>;
 
@@ -233,15 +234,20 @@ impl RedbSpace {
         }))
     }
 
+    /// The entries in [start, end) of the current read snapshot, in order.
+    fn range(&self, start: &[u8], end: Option<&[u8]>) -> Result<Option<Range>, KvError> {
+        let table = self.snapshots.current(&self.db, self.def())?;
+        match end {
+            Some(end) if end <= start => Ok(None),
+            Some(end) => table.range::<&[u8]>(start..end).map(Some),
+            None => table.range::<&[u8]>(start..).map(Some),
+        }
+        .map_err(store_err)
+    }
+
     /// Reads up to `limit` keys in [start, end).
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
-        let table = self.snapshots.current(&self.db, self.def())?;
-        let range = match end {
-            Some(end) if end <= start => return Ok(vec![]),
-            Some(end) => table.range::<&[u8]>(start..end),
-            None => table.range::<&[u8]>(start..),
-        }
-        .map_err(store_err)?;
+        let Some(range) = self.range(start, end)? else { return Ok(vec![]) };
         range
             .take(limit)
             .map(|row| {
@@ -250,6 +256,21 @@ impl RedbSpace {
                 Ok(Entry { key: k.value().to_vec(), value: value.to_vec(), version })
             })
             .collect()
+    }
+
+    /// Hands `each` up to `limit` keys in [start, end), without copying them.
+    pub fn scan_keys(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        mut each: impl FnMut(&[u8]),
+    ) -> Result<(), KvError> {
+        let Some(range) = self.range(start, end)? else { return Ok(()) };
+        for row in range.take(limit) {
+            each(row.map_err(store_err)?.0.value());
+        }
+        Ok(())
     }
 
     /// Applies every write if every check holds, atomically and durably (blocking

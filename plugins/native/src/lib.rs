@@ -10,11 +10,12 @@ mod codec;
 mod keys;
 
 wit_bindgen::generate!({
-    world: "kv-backend",
+    world: "listing-kv-backend",
     path: "../../wit",
 });
 
 use exports::rustberg::catalog::backend::Guest;
+use exports::rustberg::catalog::key_listings::Guest as KeyListings;
 use rustberg::catalog::kv::{self, Check, Entry, Write};
 use rustberg::catalog::types::{
     CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
@@ -135,9 +136,22 @@ fn load_pointer(kind: u8, id: &Ident) -> Result<(Entry, Pointer), Error> {
     }
 }
 
-fn list_members(kind: u8, ns: &[String], page: &PageRequest) -> Result<NamePage, Error> {
+/// The prefix of `parent`'s child namespaces, once `parent` is known to exist.
+fn child_namespaces(parent: &[String]) -> Result<Vec<u8>, Error> {
+    if !parent.is_empty() {
+        require_namespace(parent)?;
+    }
+    keys::child_namespaces(parent)
+}
+
+/// The prefix of the tables or views (by `kind`) of `ns`, once `ns` is known to exist.
+fn members(kind: u8, ns: &[String]) -> Result<Vec<u8>, Error> {
     require_namespace(ns)?;
-    let (names, done) = scan_names(&keys::members(kind, ns)?, page)?;
+    keys::members(kind, ns)
+}
+
+fn list_members(kind: u8, ns: &[String], page: &PageRequest) -> Result<NamePage, Error> {
+    let (names, done) = scan_names(&members(kind, ns)?, page)?;
     let items = names.into_iter().map(|name| NameEntry { cursor: name.clone(), name }).collect();
     Ok(NamePage { items, done })
 }
@@ -260,10 +274,7 @@ impl Guest for Native {
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {
         let parent = parent.unwrap_or_default();
-        if !parent.is_empty() {
-            require_namespace(&parent)?;
-        }
-        let (names, done) = scan_names(&keys::child_namespaces(&parent)?, &page)?;
+        let (names, done) = scan_names(&child_namespaces(&parent)?, &page)?;
         let items = names
             .into_iter()
             .map(|name| {
@@ -436,6 +447,21 @@ impl Guest for Native {
             }
             e => e,
         })
+    }
+}
+
+// Every listing is the keys under one prefix (keys.rs), so the host scans them itself.
+impl KeyListings for Native {
+    fn namespaces(parent: Option<Vec<String>>) -> Result<Vec<u8>, Error> {
+        child_namespaces(parent.as_deref().unwrap_or_default())
+    }
+
+    fn tables(ns: Vec<String>) -> Result<Vec<u8>, Error> {
+        members(keys::TABLE, &ns)
+    }
+
+    fn views(ns: Vec<String>) -> Result<Vec<u8>, Error> {
+        members(keys::VIEW, &ns)
     }
 }
 

@@ -4,10 +4,17 @@
 //! never returns, `bomb` allocates until memory runs out. Other names are created
 //! (nothing is stored) and are then not found. Loading `config.<key>` answers the
 //! mount's setting `<key>` as the property `value`.
+//!
+//! Its listings are served by the host from its keys (`key-listings`), while its own
+//! `list-namespaces` answers nothing: creating `listed` stores the key `names/listed`,
+//! and creating `garbage` a key under `names/` that is not UTF-8. Listing tables traps;
+//! listing views fails as unavailable.
 
-wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
+wit_bindgen::generate!({ world: "listing-kv-backend", path: "../../../wit" });
 
 use exports::rustberg::catalog::backend::Guest;
+use exports::rustberg::catalog::key_listings::Guest as KeyListings;
+use rustberg::catalog::kv;
 use rustberg::catalog::types::{
     CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
     TableCommit,
@@ -40,6 +47,12 @@ fn misbehave(ns: &[String]) {
 impl Guest for Misbehave {
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
         misbehave(&ns);
+        let key = match ns.as_slice() {
+            [name] if name == "listed" => [LISTED, name.as_bytes()].concat(),
+            [name] if name == "garbage" => [LISTED, &[0xff, 0xfe][..]].concat(),
+            _ => return Ok(props),
+        };
+        kv::commit(&[], &[kv::Write { key, value: Some(vec![]) }]).map_err(|_| Error::Unavailable("kv".into()))?;
         Ok(props)
     }
 
@@ -54,6 +67,23 @@ impl Guest for Misbehave {
     }
 
     unsupported_backend_rest!();
+}
+
+/// Where the namespaces the host lists are keyed.
+const LISTED: &[u8] = b"names/";
+
+impl KeyListings for Misbehave {
+    fn namespaces(_: Option<Vec<String>>) -> Result<Vec<u8>, Error> {
+        Ok(LISTED.to_vec())
+    }
+
+    fn tables(_: Vec<String>) -> Result<Vec<u8>, Error> {
+        panic!("deliberate trap while naming a prefix")
+    }
+
+    fn views(_: Vec<String>) -> Result<Vec<u8>, Error> {
+        Err(Error::Unavailable("the views are somewhere else".into()))
+    }
 }
 
 export!(Misbehave);
