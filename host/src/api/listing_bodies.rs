@@ -24,16 +24,21 @@ pub struct ListTablesResponse {
     pub next_page_token: Option<String>,
 }
 
-/// Writes `["a","b"]`.
-fn write_string_array(out: &mut Vec<u8>, items: &[String]) {
+/// Writes `[` then each item with `write`, separated by commas, then `]`.
+fn write_array<T>(out: &mut Vec<u8>, items: &[T], mut write: impl FnMut(&mut Vec<u8>, &T)) {
     out.push(b'[');
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_json_string(out, item);
+        write(out, item);
     }
     out.push(b']');
+}
+
+/// Writes `["a","b"]`.
+fn write_string_array(out: &mut Vec<u8>, items: &[String]) {
+    write_array(out, items, |out, item| write_json_string(out, item));
 }
 
 /// Closes a listing's body: the token if there is one, then `}`.
@@ -67,16 +72,12 @@ impl IntoResponse for ListNamespacesResponse {
         let head = shared_levels(&self.parent);
         let token = self.next_page_token.as_deref();
         let mut out = Vec::with_capacity(capacity(self.names.iter(), head.len() + 8, token));
-        out.extend_from_slice(b"{\"namespaces\":[");
-        for (i, name) in self.names.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+        out.extend_from_slice(b"{\"namespaces\":");
+        write_array(&mut out, &self.names, |out, name| {
             out.extend_from_slice(&head);
-            write_json_string(&mut out, name);
+            write_json_string(out, name);
             out.push(b']');
-        }
-        out.push(b']');
+        });
         finish(out, token)
     }
 }
@@ -88,18 +89,14 @@ impl IntoResponse for ListTablesResponse {
         write_string_array(&mut namespace, &self.namespace);
         let token = self.next_page_token.as_deref();
         let mut out = Vec::with_capacity(capacity(self.names.iter(), namespace.len() + 32, token));
-        out.extend_from_slice(b"{\"identifiers\":[");
-        for (i, name) in self.names.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
+        out.extend_from_slice(b"{\"identifiers\":");
+        write_array(&mut out, &self.names, |out, name| {
             out.extend_from_slice(b"{\"namespace\":");
             out.extend_from_slice(&namespace);
             out.extend_from_slice(b",\"name\":");
-            write_json_string(&mut out, name);
+            write_json_string(out, name);
             out.push(b'}');
-        }
-        out.push(b']');
+        });
         finish(out, token)
     }
 }

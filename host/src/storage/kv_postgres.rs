@@ -71,6 +71,13 @@ pub struct PgSpace {
     space: String,
 }
 
+/// The rest of a range scan's query: a space's keys in [$2, $3) in order, at most $4.
+macro_rules! range {
+    () => {
+        "FROM rustberg_kv WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3) ORDER BY key LIMIT $4"
+    };
+}
+
 fn entry(row: &sqlx::postgres::PgRow) -> Entry {
     Entry { key: row.get("key"), value: row.get("value"), version: row.get::<i64, _>("version") as u64 }
 }
@@ -87,20 +94,27 @@ impl PgSpace {
         Ok(row.as_ref().map(entry))
     }
 
+    /// The rows of up to `limit` keys in [start, end), in order, read by `select`.
+    async fn range(
+        &self,
+        select: &'static str,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<sqlx::postgres::PgRow>, KvError> {
+        sqlx::query(select)
+            .bind(&self.space)
+            .bind(start)
+            .bind(end)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(store_err)
+    }
+
     /// Reads up to `limit` keys in [start, end).
     pub async fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
-        let rows = sqlx::query(
-            "SELECT key, value, version FROM rustberg_kv
-             WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3)
-             ORDER BY key LIMIT $4",
-        )
-        .bind(&self.space)
-        .bind(start)
-        .bind(end)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_err)?;
+        let rows = self.range(concat!("SELECT key, value, version ", range!()), start, end, limit).await?;
         Ok(rows.iter().map(entry).collect())
     }
 
@@ -112,18 +126,7 @@ impl PgSpace {
         limit: usize,
         mut each: impl FnMut(&[u8]),
     ) -> Result<(), KvError> {
-        let rows = sqlx::query(
-            "SELECT key FROM rustberg_kv
-             WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3)
-             ORDER BY key LIMIT $4",
-        )
-        .bind(&self.space)
-        .bind(start)
-        .bind(end)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(store_err)?;
+        let rows = self.range(concat!("SELECT key ", range!()), start, end, limit).await?;
         for row in &rows {
             each(row.get::<&[u8], _>("key"));
         }
