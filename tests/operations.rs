@@ -232,6 +232,49 @@ async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     assert!(value(&all, "rustberg_authz_decisions_total", &[("decision", "allowed")]) >= 1.0, "{text}");
 }
 
+/// A repeated loadTable of a native table on redb is answered without calling the
+/// backend until the catalog changes, and a commit is seen by the next load. On a
+/// Postgres catalog, which other hosts may change unseen, every load calls it.
+#[tokio::test]
+async fn repeated_loads_call_a_redb_backend_once_until_the_catalog_changes() {
+    let pg = support::postgres_database().await;
+    let mounts = pg.as_deref().map_or(String::new(), |pg| {
+        format!("[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{pg}\"\nowner = \"default\"\n")
+    });
+    let s = Server::start(&mounts);
+    let loads = |mount: &'static str| {
+        let url = format!("{}/metrics", s.base);
+        async move {
+            let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+            let export = [("mount", mount), ("export", "load_table")];
+            value(&samples(&text), "rustberg_backend_call_duration_seconds_count", &export)
+        }
+    };
+    for (mount, ns, kept) in [("root", "db", true), ("pg", "pg%1Fdb", false)] {
+        if mount == "pg" && pg.is_none() {
+            continue;
+        }
+        let table = format!("/namespaces/{ns}/tables/t");
+        let namespace: Vec<&str> = ns.split("%1F").collect();
+        assert_eq!(s.post("/namespaces", json!({"namespace": namespace})).await.0, 200);
+        let created =
+            s.post(&format!("/namespaces/{ns}/tables"), json!({"name": "t", "schema": support::schema()})).await;
+        assert_eq!(created.0, 200, "{}", created.1);
+        let before = loads(mount).await;
+        for _ in 0..3 {
+            assert_eq!(s.get(&table).await.0, 200);
+        }
+        assert_eq!(loads(mount).await - before, if kept { 1.0 } else { 3.0 }, "{mount}");
+        let commit = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+        assert_eq!(s.post(&table, commit).await.0, 200);
+        let after_commit = loads(mount).await;
+        let (status, loaded) = s.get(&table).await;
+        assert_eq!((status, &loaded["metadata"]["properties"]["k"]), (200, &json!("v")), "{mount}: {loaded}");
+        assert_eq!(s.get(&table).await.0, 200);
+        assert_eq!(loads(mount).await - after_commit, if kept { 1.0 } else { 2.0 }, "{mount}");
+    }
+}
+
 /// Every line of the audit file, parsed.
 fn audit_lines(file: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(file).unwrap_or_default();

@@ -5,6 +5,7 @@
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
 use super::host_state::HostState;
 use super::pool::{CallFuture, Exports, InstancePool};
+use super::read_memo::{question, ReadMemo};
 use super::{BackendError, BackendErrorKind};
 
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
@@ -16,6 +17,14 @@ pub struct Backend {
     unreachable: std::sync::Mutex<Option<String>>,
     /// How long each call took, by export, when someone asked (`rustberg plugin test`).
     timings: Option<CallTimings>,
+    /// Answers kept while the key space is unchanged, for a backend that reads it alone.
+    pub(super) memo: Option<Memos>,
+}
+
+/// The reads a backend's answers are kept for (see `read_memo`).
+pub(super) struct Memos {
+    tables: ReadMemo<Pointer>,
+    pub(super) prefixes: ReadMemo<Vec<u8>>,
 }
 
 /// Durations of backend calls, by export name.
@@ -61,7 +70,17 @@ impl Backend {
             .await?;
         let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
         pool.grants().config.write().expect("mount config").extend(capabilities.remember.iter().cloned());
-        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None), timings: None })
+        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None), timings: None, memo: None })
+    }
+
+    /// Keeps the answers of loads and listing prefixes while the backend's key space
+    /// is unchanged, if `answers_from_keys_alone` (the built-in native backend:
+    /// `builtin::answers_from_keys_alone`) and its store can tell when it changes (redb).
+    pub fn keeping_reads(self, answers_from_keys_alone: bool) -> Self {
+        let space = self.pool.grants().kv.as_ref().filter(|_| answers_from_keys_alone);
+        let memo =
+            space.and_then(|space| Some(Memos { tables: ReadMemo::over(space)?, prefixes: ReadMemo::over(space)? }));
+        Self { memo, ..self }
     }
 
     /// Like `open`, and records how long every later call takes.
@@ -111,6 +130,31 @@ impl Backend {
     /// `key-listings` and its mount grants one.
     pub(super) fn listed_space(&self) -> Option<&crate::storage::kv::KvStore> {
         self.pool.lists_keys().then(|| self.pool.grants().kv.as_ref()).flatten()
+    }
+
+    /// Loads a table pointer (forwarding the client's access-delegation header), or
+    /// gives the answer kept since the key space last changed.
+    pub async fn load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
+        let Some(memo) = &self.memo else { return self.call_load_table(table, delegation).await };
+        let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
+        let asked = question(parts.chain([delegation.as_deref()]));
+        let version = match memo.tables.get(&asked) {
+            Ok(pointer) => return Ok(pointer),
+            Err(version) => version,
+        };
+        let pointer = self.call_load_table(table, delegation).await?;
+        memo.tables.put(asked, version, pointer.clone());
+        Ok(pointer)
+    }
+
+    /// Loads a table pointer from the backend itself.
+    async fn call_load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
+        self.invoke("load_table", move |store, exports| {
+            Box::pin(async move {
+                exports.backend.rustberg_catalog_backend().call_load_table(store, &table, delegation.as_deref()).await
+            })
+        })
+        .await
     }
 
     /// Reserves `table` and returns the location its store assigned.
@@ -175,8 +219,6 @@ impl Backend {
         fn drop_namespace => call_drop_namespace(ns: Vec<String> = &ns) -> ();
         /// Removes and sets namespace properties.
         fn update_namespace_properties => call_update_namespace_properties(ns: Vec<String> = &ns, removals: Vec<String> = &removals, updates: Vec<(String, String)> = &updates) -> PropertiesUpdate;
-        /// Loads a table pointer (forwarding the client's access-delegation header).
-        fn load_table => call_load_table(table: Ident = &table, delegation: Option<String> = delegation.as_deref()) -> Pointer;
         /// Records a new table.
         fn create_table => call_create_table(table: Ident = &table, state: Pointer = &state) -> ();
         /// Compare-and-swap of a table pointer.

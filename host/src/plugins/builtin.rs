@@ -25,6 +25,13 @@ const BUILTINS: &[(&str, &[u8], &[&str])] = &[
 /// for a drop-in file.
 pub const DROP_IN_GRANTS: &[&str] = &["kv"];
 
+/// Whether the built-in `backend` answers every read from its key space alone (it reads
+/// no clock and no setting to answer, and keeps nothing between calls), so the host may
+/// keep its answers while the space is unchanged. A drop-in component is never assumed to.
+pub fn answers_from_keys_alone(backend: &str) -> bool {
+    backend == "native"
+}
+
 /// The bytes of the component a `backend` setting names: a built-in name or a file path.
 pub fn component(backend: &str) -> Result<Arc<[u8]>, String> {
     match BUILTINS.iter().find(|(name, _, _)| *name == backend) {

@@ -14,6 +14,7 @@ use super::bindings::optional::KeyListings;
 use super::bindings::{NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, WitError};
 use super::host_state::MAX_SCAN_ROWS;
 use super::pool::Exports;
+use super::read_memo::question;
 use super::{BackendError, BackendErrorKind};
 use crate::storage::kv::{prefix_end, KvStore};
 
@@ -164,25 +165,47 @@ impl Backend {
 
     /// A page of `listing` scanned from the keys under the prefix the backend names.
     async fn list_keys(&self, space: &KvStore, listing: &Listing, page: &PageRequest) -> Result<Listed, BackendError> {
-        let asked = listing.clone();
-        let prefix = self
-            .invoke(listing.export_name(), move |store, exports| {
-                Box::pin(async move {
-                    let listings = match key_listings(exports) {
-                        Ok(listings) => listings,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    match &asked {
-                        Listing::Namespaces(parent) => listings.call_namespaces(store, parent.as_ref()).await,
-                        Listing::Tables(ns) => listings.call_tables(store, ns).await,
-                        Listing::Views(ns) => listings.call_views(store, ns).await,
-                    }
-                })
-            })
-            .await?;
+        let prefix = self.prefix(listing).await?;
         let (names, done) = self.scan_names(space, &prefix, page).await?;
         let items = names.into_iter().map(|name| ListedItem { name, cursor: None }).collect();
         Ok(Listed { items, done })
+    }
+
+    /// The prefix `listing` is keyed under, or the one kept since the space last changed.
+    async fn prefix(&self, listing: &Listing) -> Result<Vec<u8>, BackendError> {
+        let Some(memo) = &self.memo else { return self.call_prefix(listing).await };
+        let (kind, parts) = match listing {
+            Listing::Namespaces(parent) => ("n", parent.as_deref().unwrap_or_default()),
+            Listing::Tables(ns) => ("t", ns.as_slice()),
+            Listing::Views(ns) => ("v", ns.as_slice()),
+        };
+        let asked = question([Some(kind)].into_iter().chain(parts.iter().map(|p| Some(p.as_str()))));
+        let version = match memo.prefixes.get(&asked) {
+            Ok(prefix) => return Ok(prefix),
+            Err(version) => version,
+        };
+        let prefix = self.call_prefix(listing).await?;
+        memo.prefixes.put(asked, version, prefix.clone());
+        Ok(prefix)
+    }
+
+    /// Asks the backend for the prefix `listing` is keyed under.
+    async fn call_prefix(&self, listing: &Listing) -> Result<Vec<u8>, BackendError> {
+        let asked = listing.clone();
+        self.invoke(listing.export_name(), move |store, exports| {
+            Box::pin(async move {
+                let listings = match key_listings(exports) {
+                    Ok(listings) => listings,
+                    Err(e) => return Ok(Err(e)),
+                };
+                match &asked {
+                    Listing::Namespaces(parent) => listings.call_namespaces(store, parent.as_ref()).await,
+                    Listing::Tables(ns) => listings.call_tables(store, ns).await,
+                    Listing::Views(ns) => listings.call_views(store, ns).await,
+                }
+            })
+        })
+        .await
     }
 
     /// One page of the names keyed under `prefix` (the key tails), resuming at the

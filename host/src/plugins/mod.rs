@@ -11,6 +11,7 @@
 //! - `backend`: typed async calls into a component's `backend` export.
 //! - `listings`: a backend's listings, scanned by the host from its keys where it
 //!   exports `key-listings`.
+//! - `read_memo`: a backend's answers kept while its key space is unchanged.
 //! - `builtin`: the components shipped inside the binary.
 
 mod backend;
@@ -24,6 +25,7 @@ pub mod http;
 mod http_credential;
 mod listings;
 mod pool;
+mod read_memo;
 mod runtime;
 
 pub use backend::Backend;

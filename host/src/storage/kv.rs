@@ -56,6 +56,16 @@ impl KvStore {
         }
     }
 
+    /// A number that changes whenever anything in the key space may have changed, where
+    /// the store can tell: a redb file's commit count. A Postgres space can be written
+    /// by other hosts unseen: `None`.
+    pub fn version(&self) -> Option<u64> {
+        match self {
+            KvStore::Redb(s) => Some(s.version()),
+            KvStore::Postgres(_) => None,
+        }
+    }
+
     /// Reads up to `limit` keys in [start, end).
     pub async fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
         match self {

@@ -185,8 +185,12 @@ impl RedbStore {
             std::fs::create_dir_all(dir).map_err(store_err)?;
         }
         let db = Database::create(path).map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
-        let txn = db.begin_write().map_err(store_err)?;
-        txn.open_table(COUNTER).map_err(store_err)?;
+        create_table(&db, COUNTER)?;
+        // One durable commit now, on this thread: the first one allocates about 2 MB in
+        // redb that glibc keeps resident when a request's commit, on a blocking thread,
+        // is the first (measured: idle RSS 3 MB anonymous this way, 5 MB the other).
+        let mut txn = db.begin_write().map_err(store_err)?;
+        txn.set_durability(Durability::Immediate);
         txn.commit().map_err(store_err)?;
         Ok(Self { db: Arc::new(db), sync: Arc::default(), snapshots: Arc::default() })
     }
@@ -199,11 +203,25 @@ impl RedbStore {
             snapshots: self.snapshots.clone(),
             table: format!("kv:{name}"),
         };
-        let txn = self.db.begin_write().map_err(store_err)?;
-        txn.open_table(space.def()).map_err(store_err)?;
-        txn.commit().map_err(store_err)?;
+        create_table(&self.db, space.def())?;
         Ok(space)
     }
+}
+
+/// Creates `table` if the file lacks it. A file that has it is only read: a write
+/// transaction would wait for an fsync, and a start opens several tables.
+fn create_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    db: &Database,
+    table: TableDefinition<'_, K, V>,
+) -> Result<(), KvError> {
+    match db.begin_read().map_err(store_err)?.open_table(table) {
+        Ok(_) => return Ok(()),
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(store_err(e)),
+    }
+    let txn = db.begin_write().map_err(store_err)?;
+    txn.open_table(table).map_err(store_err)?;
+    txn.commit().map_err(store_err)
 }
 
 /// One isolated key space in a redb file.
@@ -223,6 +241,13 @@ fn split(stored: &[u8]) -> (u64, &[u8]) {
 impl RedbSpace {
     fn def(&self) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
         TableDefinition::new(&self.table)
+    }
+
+    /// How many commits the file has taken: while it stays the same, every key space
+    /// in the file reads the same (a commit counts itself once it is visible, before
+    /// it returns).
+    pub fn version(&self) -> u64 {
+        self.snapshots.commits.load(Ordering::Acquire)
     }
 
     /// Reads one key.
