@@ -72,7 +72,7 @@ impl Backend {
                 for NamespaceEntry { mut namespace, cursor } in listed.items {
                     if namespace.len() != parent.len() + 1 || namespace[..parent.len()] != *parent {
                         return Err(
-                            self.misbehaved(format!("it listed {namespace:?} among the children of {parent:?}",))
+                            self.misbehaved(format!("it listed {namespace:?} among the children of {parent:?}"))
                         );
                     }
                     let name = namespace.pop().expect("one level more than the parent");
