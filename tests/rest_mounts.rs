@@ -121,8 +121,9 @@ async fn a_rustberg_catalog_mounted_read_only() {
     assert_eq!(remote.head("/namespaces/sales/tables/orders").await, 204, "nothing changed at the remote");
 }
 
-/// A fake remote catalog: ten namespaces in remote pages of three, a table whose
-/// load echoes the delegation header, and misbehaving namespaces.
+/// A fake remote catalog: ten namespaces in remote pages of three (the last page lists a
+/// descendant too), a table whose load echoes the delegation header, and misbehaving
+/// namespaces.
 #[derive(Default)]
 struct Fake {
     list_requests: AtomicUsize,
@@ -146,7 +147,11 @@ async fn fake_list(
     *fake.authorization.lock().unwrap() = headers.get("authorization").map(|v| v.to_str().unwrap().to_string());
     let start: usize = q.get("pageToken").and_then(|t| t.strip_prefix('p')).and_then(|n| n.parse().ok()).unwrap_or(0);
     let end = (start + FAKE_PAGE).min(FAKE_NAMESPACES);
-    let namespaces: Vec<Value> = (start..end).map(|i| json!([format!("n{i}")])).collect();
+    let mut namespaces: Vec<Value> = (start..end).map(|i| json!([format!("n{i}")])).collect();
+    if end == FAKE_NAMESPACES && !q.contains_key("parent") {
+        // Some catalogs list every descendant at the top level: not a child, not shown.
+        namespaces.push(json!([format!("n{}", end - 1), "deep"]));
+    }
     let mut body = json!({"namespaces": namespaces});
     if end < FAKE_NAMESPACES {
         body["next-page-token"] = json!(format!("p{end}"));

@@ -121,8 +121,12 @@ pub async fn list(
                     .map_err(|e| Error::from_backend(e, |_| no_such_namespace(ns)()))?;
                 let mut entries = Vec::with_capacity(listed.items.len());
                 for item in listed.items {
-                    let visible = !filtered || access.can_read(&kind.resource(ns, &item.name))?;
-                    entries.push(Entry::new(item.name, item.cursor, visible));
+                    let Some(name) = item.name else {
+                        entries.extend(item.cursor.map(Entry::Hidden));
+                        continue;
+                    };
+                    let visible = !filtered || access.can_read(&kind.resource(ns, &name))?;
+                    entries.push(Entry::new(name, item.cursor, visible));
                 }
                 Ok::<_, Error>(Batch { entries, done: listed.done })
             }

@@ -56,14 +56,18 @@ async fn backend_page(
         .await
         .map_err(|e| Error::from_backend(e, absent(parent)))?;
     let mut entries = Vec::with_capacity(listed.items.len());
-    if parent.is_empty() || !access.can_read_all_in(parent) {
-        let mut children = Children::of(parent);
-        for item in listed.items {
-            let (visible, name) = children.readable(access, item.name)?;
-            entries.push(Entry::new(name, item.cursor, visible));
-        }
-    } else {
-        entries.extend(listed.items.into_iter().map(|item| Entry::new(item.name, item.cursor, true)));
+    let mut children = (parent.is_empty() || !access.can_read_all_in(parent)).then(|| Children::of(parent));
+    for item in listed.items {
+        // Not a child of `parent`: never shown, its cursor counts.
+        let Some(name) = item.name else {
+            entries.extend(item.cursor.map(Entry::Hidden));
+            continue;
+        };
+        let (visible, name) = match &mut children {
+            Some(children) => children.readable(access, name)?,
+            None => (true, name),
+        };
+        entries.push(Entry::new(name, item.cursor, visible));
     }
     Ok(Batch { entries, done: listed.done })
 }

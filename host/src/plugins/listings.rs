@@ -36,10 +36,12 @@ pub struct Listed {
 }
 
 /// An item: its name (a namespace's last level), and its cursor where the backend
-/// gave one that is not the name.
+/// gave one that is not the name. No name: the backend listed something that is not
+/// a child of the parent (an older remote catalog may list every descendant), which
+/// is not shown, though its cursor counts.
 #[derive(Debug)]
 pub struct ListedItem {
-    pub name: String,
+    pub name: Option<String>,
     pub cursor: Option<String>,
 }
 
@@ -70,19 +72,18 @@ impl Backend {
                 let parent = parent.as_deref().unwrap_or_default();
                 let mut items = Vec::with_capacity(listed.items.len());
                 for NamespaceEntry { mut namespace, cursor } in listed.items {
-                    if namespace.len() != parent.len() + 1 || namespace[..parent.len()] != *parent {
-                        return Err(
-                            self.misbehaved(format!("it listed {namespace:?} among the children of {parent:?}"))
-                        );
+                    let child = namespace.len() == parent.len() + 1 && namespace[..parent.len()] == *parent;
+                    if !child {
+                        tracing::warn!(mount = self.label(), ?namespace, ?parent, "listed as a child: not shown");
                     }
-                    let name = namespace.pop().expect("one level more than the parent");
+                    let name = namespace.pop().filter(|_| child);
                     items.push(ListedItem { name, cursor: Some(cursor) });
                 }
                 Ok(Listed { items, done: listed.done })
             }
             Listing::Tables(ns) | Listing::Views(ns) => {
                 let listed = self.export_members(listing, ns.clone(), page).await?;
-                let items = listed.items.into_iter().map(|e| ListedItem { name: e.name, cursor: Some(e.cursor) });
+                let items = listed.items.into_iter().map(|e| ListedItem { name: Some(e.name), cursor: Some(e.cursor) });
                 Ok(Listed { items: items.collect(), done: listed.done })
             }
         }
@@ -99,11 +100,12 @@ impl Backend {
         let listed = self.list_keys(space, &listing, &page).await?;
         let Listing::Namespaces(parent) = listing else { unreachable!("built above") };
         let parent = parent.unwrap_or_default();
-        let items = listed.items.into_iter().map(|item| {
+        // Scanned keys are all names, their own cursors.
+        let items = listed.items.into_iter().filter_map(|item| item.name).map(|name| {
             let mut namespace = Vec::with_capacity(parent.len() + 1);
             namespace.extend_from_slice(&parent);
-            namespace.push(item.name.clone());
-            NamespaceEntry { namespace, cursor: item.cursor.unwrap_or(item.name) }
+            namespace.push(name.clone());
+            NamespaceEntry { namespace, cursor: name }
         });
         Ok(NamespacePage { items: items.collect(), done: listed.done })
     }
@@ -124,10 +126,8 @@ impl Backend {
             return self.export_members(&listing, ns.clone(), page).await;
         };
         let listed = self.list_keys(space, &listing, &page).await?;
-        let items = listed
-            .items
-            .into_iter()
-            .map(|item| NameEntry { cursor: item.cursor.unwrap_or_else(|| item.name.clone()), name: item.name });
+        let items =
+            listed.items.into_iter().filter_map(|item| item.name).map(|name| NameEntry { cursor: name.clone(), name });
         Ok(NamePage { items: items.collect(), done: listed.done })
     }
 
@@ -167,7 +167,7 @@ impl Backend {
     async fn list_keys(&self, space: &KvStore, listing: &Listing, page: &PageRequest) -> Result<Listed, BackendError> {
         let prefix = self.prefix(listing).await?;
         let (names, done) = self.scan_names(space, &prefix, page).await?;
-        let items = names.into_iter().map(|name| ListedItem { name, cursor: None }).collect();
+        let items = names.into_iter().map(|name| ListedItem { name: Some(name), cursor: None }).collect();
         Ok(Listed { items, done })
     }
 
