@@ -74,7 +74,7 @@ impl Backend {
                 for NamespaceEntry { mut namespace, cursor } in listed.items {
                     let child = namespace.len() == parent.len() + 1 && namespace[..parent.len()] == *parent;
                     if !child {
-                        tracing::warn!(mount = self.label(), ?namespace, ?parent, "listed as a child: not shown");
+                        tracing::debug!(mount = self.label(), ?namespace, ?parent, "listed as a child: not shown");
                     }
                     let name = namespace.pop().filter(|_| child);
                     items.push(ListedItem { name, cursor: Some(cursor) });
