@@ -73,14 +73,6 @@ impl Resource {
         }
     }
 
-    /// The namespace, owned (a namespace resource given back after its check).
-    pub fn into_namespace(self) -> Vec<String> {
-        match self {
-            Resource::Namespace(ns) => ns,
-            Resource::Table { namespace, .. } | Resource::View { namespace, .. } => namespace,
-        }
-    }
-
     /// Whether a grant on `self` applies to `other`.
     pub fn covers(&self, other: &Resource) -> bool {
         match self {
