@@ -152,6 +152,12 @@ pub fn kv_commit(store: &'static str, outcome: &'static str) {
     counter!("rustberg_kv_commits_total", "store" => store, "outcome" => outcome).increment(1);
 }
 
+/// A durable write transaction on a redb file (one fsync, shared by the commits in it).
+pub fn redb_transaction() {
+    static TRANSACTIONS: LazyLock<Counter> = LazyLock::new(|| counter!("rustberg_redb_transactions_total"));
+    TRANSACTIONS.increment(1);
+}
+
 /// An authorization decision: `allowed`, `denied`, or `filtered` (left out of a listing).
 pub fn authz_decision(decision: &'static str) {
     // Every request makes one or more: their counters are looked up once.

@@ -93,7 +93,7 @@ mod tests {
         assert_eq!(memo.get("q"), Ok(1));
         // A commit to another space of the same file counts as a change too.
         let other = store.space("b").unwrap();
-        other.commit(&[], &[Write { key: b"k".to_vec(), value: Some(vec![]) }]).unwrap();
+        other.commit(vec![], vec![Write { key: b"k".to_vec(), value: Some(vec![]) }]).await.unwrap();
         let later = memo.get("q").unwrap_err();
         assert!(later > version);
         // An answer read before a change is not kept past it.

@@ -32,7 +32,7 @@ pub struct Write {
     pub value: Option<Vec<u8>>,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum KvError {
     #[error("a check did not hold")]
     Conflict,
@@ -92,14 +92,8 @@ impl KvStore {
     /// Applies every write if every check holds, atomically and durably.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
         let (store, result) = match self {
-            // A redb commit waits for an fsync: on a blocking thread, not an async worker.
-            KvStore::Redb(s) => {
-                let (s, checks, writes) = (s.clone(), checks.to_vec(), writes.to_vec());
-                let done = tokio::task::spawn_blocking(move || s.commit(&checks, &writes))
-                    .await
-                    .map_err(|e| KvError::Store(format!("the commit did not finish: {e}")));
-                ("redb", done.and_then(|r| r))
-            }
+            // The file's committer thread waits for the fsync, not an async worker.
+            KvStore::Redb(s) => ("redb", s.commit(checks.to_vec(), writes.to_vec()).await),
             KvStore::Postgres(s) => ("postgres", s.commit(checks, writes).await),
         };
         let outcome = match &result {

@@ -1,23 +1,22 @@
 //! Key spaces on redb. One file holds any number of key spaces, one redb table
 //! each. Versions come from a per-file counter that only grows.
 //!
-//! Commits share fsyncs (group commit). A commit that is alone syncs as it commits.
-//! When other commits are under way, each is applied without syncing and waits until
-//! a later durable commit covers it: whichever waiter finds no sync under way makes
-//! one (an empty durable commit) for every commit applied so far, and the others wait
-//! for it. So concurrent writers pay for about one fsync per batch, and no commit
-//! returns before it is on disk. Such a commit is visible to this process's readers
-//! up to one fsync before it is durable; a crash in that window loses a write that
-//! nobody was told had landed.
+//! Commits share write transactions and fsyncs (group commit): one thread per file,
+//! the committer, takes every commit queued while it was busy and applies them in
+//! order in one durable write transaction, each on its own checks (a commit whose
+//! check fails is refused alone; the others land). So concurrent writers pay one
+//! transaction and one fsync per batch, a lone writer commits at once, no commit
+//! returns before it is on disk, and none is visible before it is durable.
 //!
 //! Reads reuse one read snapshot per key space until the next commit (`Snapshots`).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
-use redb::{Database, Durability, ReadOnlyTable, ReadableTable, TableDefinition, TableHandle};
+use redb::{Database, Durability, ReadOnlyTable, ReadableTable, TableDefinition, TableHandle, WriteTransaction};
+use tokio::sync::oneshot;
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
 
@@ -27,12 +26,14 @@ fn store_err(e: impl std::fmt::Display) -> KvError {
 
 const COUNTER: TableDefinition<&str, u64> = TableDefinition::new("rustberg:counter");
 const VERSION_LEN: usize = 8;
+/// The most commits one write transaction applies (a bound on what one fsync waits for).
+const MAX_BATCH: usize = 256;
 
 /// A redb file holding key spaces.
 #[derive(Clone)]
 pub struct RedbStore {
     db: Arc<Database>,
-    sync: Arc<GroupSync>,
+    committer: Arc<Committer>,
     snapshots: Arc<Snapshots>,
 }
 
@@ -84,102 +85,163 @@ impl Snapshots {
     }
 }
 
-/// How far the file's commits have been made durable.
-#[derive(Default)]
-struct GroupSync {
-    state: Mutex<SyncState>,
-    synced: Condvar,
+/// One commit waiting for the committer: the key space's table, what it checks and
+/// writes, and where its outcome goes.
+struct Queued {
+    table: Arc<str>,
+    checks: Vec<Check>,
+    writes: Vec<Write>,
+    done: oneshot::Sender<Result<(), KvError>>,
 }
 
-#[derive(Default)]
-struct SyncState {
-    /// Write transactions numbered so far. A transaction takes its number while it
-    /// holds redb's writer lock, so every lower number has finished before it.
-    numbered: u64,
-    /// Every transaction numbered up to this one that committed is on disk.
-    durable: u64,
-    /// Commits between their start and their return.
-    in_flight: u64,
-    /// A waiter is syncing now.
-    syncing: bool,
-    /// Empty durable commits made (how many fsyncs the waiters shared).
-    syncs: u64,
+/// The file's committer thread and the queue to it. Dropped with the last handle on
+/// the file: the queue closes, the thread finishes what it took and ends, and the
+/// drop waits for it, so the file is closed when the store is gone.
+struct Committer {
+    queue: Option<mpsc::Sender<Queued>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Write transactions committed (how many fsyncs the commits shared; operators
+    /// see it as a metric).
+    #[cfg_attr(not(test), allow(dead_code))]
+    transactions: Arc<AtomicU64>,
 }
 
-impl GroupSync {
-    fn state(&self) -> std::sync::MutexGuard<'_, SyncState> {
-        self.state.lock().expect("group sync")
+impl Committer {
+    fn start(db: Arc<Database>, snapshots: Arc<Snapshots>) -> Result<Self, KvError> {
+        let (queue, queued) = mpsc::channel();
+        let transactions = Arc::new(AtomicU64::new(0));
+        let counted = transactions.clone();
+        let thread = std::thread::Builder::new()
+            .name("redb-commit".into())
+            .spawn(move || {
+                while let Ok(first) = queued.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(queued.try_iter().take(MAX_BATCH - 1));
+                    commit_batch(&db, &snapshots, batch, &counted);
+                }
+            })
+            .map_err(store_err)?;
+        Ok(Self { queue: Some(queue), thread: Some(thread), transactions })
     }
+}
 
-    /// Numbers the write transaction the caller holds, and says whether it is the
-    /// only commit under way (it then syncs itself: nobody would share the fsync).
-    fn number(&self) -> (u64, bool) {
-        let mut state = self.state();
-        state.numbered += 1;
-        (state.numbered, state.in_flight == 1 && !state.syncing)
-    }
-
-    /// Transaction `number` committed durably: it and every one before it are on disk.
-    fn made_durable(&self, number: u64) {
-        let mut state = self.state();
-        state.durable = state.durable.max(number);
-        self.synced.notify_all();
-    }
-
-    /// Returns once transaction `number` is durable, syncing for everyone if nobody is.
-    fn wait_durable(&self, db: &Database, number: u64) -> Result<(), KvError> {
-        let mut state = self.state();
-        loop {
-            if state.durable >= number {
-                return Ok(());
-            }
-            if state.syncing {
-                state = self.synced.wait(state).expect("group sync");
-                continue;
-            }
-            state.syncing = true;
-            state.syncs += 1;
-            drop(state);
-            let synced = self.sync(db);
-            state = self.state();
-            state.syncing = false;
-            if let Ok(covered) = synced {
-                state.durable = state.durable.max(covered);
-            }
-            self.synced.notify_all();
-            // A failed sync fails its own commit; each waiter left tries again.
-            synced?;
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
+}
 
-    /// An empty durable commit, which makes every earlier commit durable; its number.
-    fn sync(&self, db: &Database) -> Result<u64, KvError> {
-        let mut txn = db.begin_write().map_err(store_err)?;
-        let (number, _) = self.number();
-        txn.set_durability(Durability::Immediate);
-        txn.commit().map_err(store_err)?;
-        Ok(number)
+/// Applies a batch in one durable transaction and answers each commit, after counting
+/// the commit for readers (so a read made after a commit returned sees it). If the
+/// store fails while applying, nothing of the batch is kept and each commit is tried
+/// again in a transaction of its own, so such a failure is only the failing commit's.
+/// If the transaction itself fails to commit, every commit in it is told so (its
+/// outcome is unknown).
+fn commit_batch(db: &Database, snapshots: &Snapshots, batch: Vec<Queued>, transactions: &AtomicU64) {
+    let applied = begin(db).and_then(|txn| apply_all(&txn, &batch).map(|outcomes| (txn, outcomes)));
+    let (txn, outcomes) = match applied {
+        Ok(applied) => applied,
+        Err(_) if batch.len() > 1 => {
+            for queued in batch {
+                commit_batch(db, snapshots, vec![queued], transactions);
+            }
+            return;
+        }
+        Err(e) => return answer(batch, |_| Err(e.clone())),
+    };
+    let committed = txn.commit().map_err(store_err);
+    transactions.fetch_add(1, Ordering::Relaxed);
+    crate::telemetry::redb_transaction();
+    // Counted even when the commit failed: what it left is unknown.
+    snapshots.committed();
+    match committed {
+        Ok(()) => {
+            let mut outcomes = outcomes.into_iter();
+            answer(batch, |_| outcomes.next().expect("an outcome per commit"))
+        }
+        Err(e) => answer(batch, |_| Err(e.clone())),
     }
 }
 
-/// Counts a commit as under way while it lives.
-struct InFlight<'a>(&'a GroupSync);
-
-impl<'a> InFlight<'a> {
-    fn enter(sync: &'a GroupSync) -> Self {
-        sync.state().in_flight += 1;
-        InFlight(sync)
+fn answer(batch: Vec<Queued>, mut outcome: impl FnMut(&Queued) -> Result<(), KvError>) {
+    for queued in batch {
+        let outcome = outcome(&queued);
+        // A commit whose caller went away still landed: nobody to tell.
+        let _ = queued.done.send(outcome);
     }
 }
 
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.state().in_flight -= 1;
+fn begin(db: &Database) -> Result<WriteTransaction, KvError> {
+    let mut txn = db.begin_write().map_err(store_err)?;
+    txn.set_durability(Durability::Immediate);
+    Ok(txn)
+}
+
+/// Applies each commit of `batch` in order inside `txn`: its writes if every one of
+/// its checks holds (each gets the next version), else nothing of it. The outcome of
+/// each; an error if the store failed, after which `txn` must not be committed.
+fn apply_all(txn: &WriteTransaction, batch: &[Queued]) -> Result<Vec<Result<(), KvError>>, KvError> {
+    let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
+    let mut version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0);
+    let mut outcomes = Vec::with_capacity(batch.len());
+    let mut stored = Vec::new();
+    for queued in batch {
+        let mut table = txn.open_table(TableDefinition::<&[u8], &[u8]>::new(&queued.table)).map_err(store_err)?;
+        if !holds(&table, &queued.checks)? {
+            outcomes.push(Err(KvError::Conflict));
+            continue;
+        }
+        version += 1;
+        for write in &queued.writes {
+            match &write.value {
+                Some(value) => {
+                    stored.clear();
+                    stored.extend_from_slice(&version.to_le_bytes());
+                    stored.extend_from_slice(value);
+                    table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
+                }
+                None => {
+                    table.remove(write.key.as_slice()).map_err(store_err)?;
+                }
+            }
+        }
+        outcomes.push(Ok(()));
     }
+    counter.insert("version", version).map_err(store_err)?;
+    Ok(outcomes)
+}
+
+/// Whether every check holds in `table` as the transaction sees it.
+fn holds(table: &redb::Table<'_, &'static [u8], &'static [u8]>, checks: &[Check]) -> Result<bool, KvError> {
+    for check in checks {
+        let holds = match check {
+            Check::Absent(key) => table.get(key.as_slice()).map_err(store_err)?.is_none(),
+            Check::Present(key) => table.get(key.as_slice()).map_err(store_err)?.is_some(),
+            Check::AtVersion(key, want) => {
+                table.get(key.as_slice()).map_err(store_err)?.is_some_and(|v| split(v.value()).0 == *want)
+            }
+            Check::PrefixEmpty(prefix) => {
+                let end = prefix_end(prefix);
+                let mut range = match &end {
+                    Some(end) => table.range::<&[u8]>(prefix.as_slice()..end.as_slice()),
+                    None => table.range::<&[u8]>(prefix.as_slice()..),
+                }
+                .map_err(store_err)?;
+                range.next().is_none()
+            }
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 impl RedbStore {
-    /// Opens (or creates) the file.
+    /// Opens (or creates) the file, and starts its committer.
     pub fn open(path: &Path) -> Result<Self, KvError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(store_err)?;
@@ -187,21 +249,21 @@ impl RedbStore {
         let db = Database::create(path).map_err(|e| KvError::Store(format!("{}: {e}", path.display())))?;
         create_table(&db, COUNTER)?;
         // One durable commit now, on this thread: the first one allocates about 2 MB in
-        // redb that glibc keeps resident when a request's commit, on a blocking thread,
-        // is the first (measured: idle RSS 3 MB anonymous this way, 5 MB the other).
-        let mut txn = db.begin_write().map_err(store_err)?;
-        txn.set_durability(Durability::Immediate);
-        txn.commit().map_err(store_err)?;
-        Ok(Self { db: Arc::new(db), sync: Arc::default(), snapshots: Arc::default() })
+        // redb that glibc keeps resident when another thread's commit is the first
+        // (measured: idle RSS 3 MB anonymous this way, 5 MB the other).
+        begin(&db)?.commit().map_err(store_err)?;
+        let (db, snapshots) = (Arc::new(db), Arc::<Snapshots>::default());
+        let committer = Arc::new(Committer::start(db.clone(), snapshots.clone())?);
+        Ok(Self { db, committer, snapshots })
     }
 
     /// The key space `name`, created if missing.
     pub fn space(&self, name: &str) -> Result<RedbSpace, KvError> {
         let space = RedbSpace {
             db: self.db.clone(),
-            sync: self.sync.clone(),
+            committer: self.committer.clone(),
             snapshots: self.snapshots.clone(),
-            table: format!("kv:{name}"),
+            table: Arc::from(format!("kv:{name}")),
         };
         create_table(&self.db, space.def())?;
         Ok(space)
@@ -228,9 +290,9 @@ fn create_table<K: redb::Key + 'static, V: redb::Value + 'static>(
 #[derive(Clone)]
 pub struct RedbSpace {
     db: Arc<Database>,
-    sync: Arc<GroupSync>,
+    committer: Arc<Committer>,
     snapshots: Arc<Snapshots>,
-    table: String,
+    table: Arc<str>,
 }
 
 fn split(stored: &[u8]) -> (u64, &[u8]) {
@@ -298,62 +360,14 @@ impl RedbSpace {
         Ok(())
     }
 
-    /// Applies every write if every check holds, atomically and durably (blocking
-    /// until the commit, or a group sync after it, is on disk).
-    pub fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let _in_flight = InFlight::enter(&self.sync);
-        let mut txn = self.db.begin_write().map_err(store_err)?;
-        let (number, alone) = self.sync.number();
-        txn.set_durability(if alone { Durability::Immediate } else { Durability::None });
-        {
-            let mut table = txn.open_table(self.def()).map_err(store_err)?;
-            for check in checks {
-                let holds = match check {
-                    Check::Absent(key) => table.get(key.as_slice()).map_err(store_err)?.is_none(),
-                    Check::Present(key) => table.get(key.as_slice()).map_err(store_err)?.is_some(),
-                    Check::AtVersion(key, want) => {
-                        table.get(key.as_slice()).map_err(store_err)?.is_some_and(|v| split(v.value()).0 == *want)
-                    }
-                    Check::PrefixEmpty(prefix) => {
-                        let end = prefix_end(prefix);
-                        let mut range = match &end {
-                            Some(end) => table.range::<&[u8]>(prefix.as_slice()..end.as_slice()),
-                            None => table.range::<&[u8]>(prefix.as_slice()..),
-                        }
-                        .map_err(store_err)?;
-                        range.next().is_none()
-                    }
-                };
-                if !holds {
-                    return Err(KvError::Conflict);
-                }
-            }
-            let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
-            let version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0) + 1;
-            counter.insert("version", version).map_err(store_err)?;
-            let mut stored = Vec::new();
-            for write in writes {
-                match &write.value {
-                    Some(value) => {
-                        stored.clear();
-                        stored.extend_from_slice(&version.to_le_bytes());
-                        stored.extend_from_slice(value);
-                        table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
-                    }
-                    None => {
-                        table.remove(write.key.as_slice()).map_err(store_err)?;
-                    }
-                }
-            }
-        }
-        txn.commit().map_err(store_err)?;
-        self.snapshots.committed();
-        if alone {
-            self.sync.made_durable(number);
-            Ok(())
-        } else {
-            self.sync.wait_durable(&self.db, number)
-        }
+    /// Applies every write if every check holds, atomically and durably: queued for
+    /// the file's committer, answered once the transaction that took it is on disk.
+    pub async fn commit(&self, checks: Vec<Check>, writes: Vec<Write>) -> Result<(), KvError> {
+        let (done, outcome) = oneshot::channel();
+        let queued = Queued { table: self.table.clone(), checks, writes, done };
+        let stopped = || KvError::Store("the catalog file's committer has stopped".into());
+        self.committer.queue.as_ref().ok_or_else(stopped)?.send(queued).map_err(|_| stopped())?;
+        outcome.await.map_err(|_| stopped())?
     }
 }
 
@@ -371,83 +385,128 @@ mod tests {
         Write { key: key.to_vec(), value: Some(value.to_vec()) }
     }
 
-    #[test]
-    fn commit_applies_all_or_nothing() {
+    fn absent(key: &[u8]) -> Check {
+        Check::Absent(key.to_vec())
+    }
+
+    #[tokio::test]
+    async fn commit_applies_all_or_nothing() {
         let (_dir, a, _) = space();
-        a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"1")]).unwrap();
+        a.commit(vec![absent(b"k")], vec![put(b"k", b"1")]).await.unwrap();
         let v1 = a.get(b"k").unwrap().unwrap();
         // A failing check leaves every write unapplied.
-        let err = a.commit(&[Check::Absent(b"k".to_vec())], &[put(b"k", b"2"), put(b"x", b"2")]);
+        let err = a.commit(vec![absent(b"k")], vec![put(b"k", b"2"), put(b"x", b"2")]).await;
         assert!(matches!(err, Err(KvError::Conflict)));
         assert_eq!(a.get(b"k").unwrap().unwrap().value, b"1");
         assert!(a.get(b"x").unwrap().is_none());
         // Version checks are compare-and-swap.
-        a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"3")]).unwrap();
-        let stale = a.commit(&[Check::AtVersion(b"k".to_vec(), v1.version)], &[put(b"k", b"4")]);
+        a.commit(vec![Check::AtVersion(b"k".to_vec(), v1.version)], vec![put(b"k", b"3")]).await.unwrap();
+        let stale = a.commit(vec![Check::AtVersion(b"k".to_vec(), v1.version)], vec![put(b"k", b"4")]).await;
         assert!(matches!(stale, Err(KvError::Conflict)));
         assert_eq!(a.get(b"k").unwrap().unwrap().value, b"3");
     }
 
-    #[test]
-    fn concurrent_commits_share_syncs_and_all_land() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_commits_share_transactions_and_all_land() {
         let (_dir, a, _) = space();
         let writers: Vec<_> = (0..16)
             .map(|w| {
                 let a = a.clone();
-                std::thread::spawn(move || {
+                tokio::spawn(async move {
                     for i in 0..20 {
-                        a.commit(&[], &[put(format!("{w}/{i}").as_bytes(), b"")]).unwrap();
+                        a.commit(vec![], vec![put(format!("{w}/{i}").as_bytes(), b"")]).await.unwrap();
                     }
                 })
             })
             .collect();
         for writer in writers {
-            writer.join().unwrap();
+            writer.await.unwrap();
         }
         assert_eq!(a.scan(b"", None, usize::MAX).unwrap().len(), 320);
-        let state = a.sync.state();
-        assert_eq!(state.durable, state.numbered, "every commit returned durable");
-        assert!(state.syncs < 320, "16 writers shared fsyncs: {} for 320 commits", state.syncs);
+        let transactions = a.committer.transactions.load(Ordering::Relaxed);
+        assert!(transactions < 320, "16 writers shared transactions: {transactions} for 320 commits");
     }
 
-    #[test]
-    fn reads_see_every_commit_that_returned_before_them() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_refused_commit_in_a_batch_is_refused_alone() {
+        let (_dir, a, b) = space();
+        // 16 writers race to create the same key in each round: exactly one wins a
+        // round, whatever batches the committer made; the losers change nothing.
+        for round in 0..10 {
+            let key = format!("k{round}");
+            let racers: Vec<_> = (0..16)
+                .map(|w| {
+                    let (a, b, key) = (a.clone(), b.clone(), key.clone());
+                    tokio::spawn(async move {
+                        let won = a
+                            .commit(vec![absent(key.as_bytes())], vec![put(key.as_bytes(), w.to_string().as_bytes())])
+                            .await;
+                        // A commit to another space in the same batches lands regardless.
+                        b.commit(vec![], vec![put(format!("{key}/{w}").as_bytes(), b"")]).await.unwrap();
+                        won.is_ok()
+                    })
+                })
+                .collect();
+            let mut winners = 0;
+            for racer in racers {
+                winners += usize::from(racer.await.unwrap());
+            }
+            assert_eq!(winners, 1, "round {round}");
+        }
+        assert_eq!(a.scan(b"", None, usize::MAX).unwrap().len(), 10);
+        assert_eq!(b.scan(b"", None, usize::MAX).unwrap().len(), 160);
+    }
+
+    #[tokio::test]
+    async fn a_commit_is_durable_and_in_the_file_when_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv.redb");
+        let store = RedbStore::open(&path).unwrap();
+        store.space("a").unwrap().commit(vec![], vec![put(b"k", b"1")]).await.unwrap();
+        // Dropping the store stops its committer and closes the file: it opens again.
+        drop(store);
+        let again = RedbStore::open(&path).unwrap();
+        assert_eq!(again.space("a").unwrap().get(b"k").unwrap().unwrap().value, b"1");
+    }
+
+    #[tokio::test]
+    async fn reads_see_every_commit_that_returned_before_them() {
         let dir = tempfile::tempdir().unwrap();
         let store = RedbStore::open(&dir.path().join("kv.redb")).unwrap();
         // Two handles on one key space, as two parts of the server hold.
         let (writer, reader) = (store.space("a").unwrap(), store.space("a").unwrap());
         for value in [b"1", b"2", b"3"] {
-            writer.commit(&[], &[put(b"k", value)]).unwrap();
+            writer.commit(vec![], vec![put(b"k", value)]).await.unwrap();
             assert_eq!(reader.get(b"k").unwrap().unwrap().value, value);
             assert_eq!(reader.scan(b"", None, 10).unwrap()[0].value, value);
             // Read again from the snapshot kept; a commit drops it.
             assert_eq!(reader.get(b"k").unwrap().unwrap().value, value);
             assert_eq!(store.snapshots.tables().len(), 1);
         }
-        writer.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
+        writer.commit(vec![], vec![Write { key: b"k".to_vec(), value: None }]).await.unwrap();
         assert!(store.snapshots.tables().is_empty(), "no snapshot outlives a commit");
         assert!(reader.get(b"k").unwrap().is_none());
     }
 
-    #[test]
-    fn versions_are_never_reused() {
+    #[tokio::test]
+    async fn versions_are_never_reused() {
         let (_dir, a, _) = space();
-        a.commit(&[], &[put(b"k", b"1")]).unwrap();
+        a.commit(vec![], vec![put(b"k", b"1")]).await.unwrap();
         let first = a.get(b"k").unwrap().unwrap().version;
-        a.commit(&[], &[Write { key: b"k".to_vec(), value: None }]).unwrap();
-        a.commit(&[], &[put(b"k", b"1")]).unwrap();
+        a.commit(vec![], vec![Write { key: b"k".to_vec(), value: None }]).await.unwrap();
+        a.commit(vec![], vec![put(b"k", b"1")]).await.unwrap();
         assert_ne!(a.get(b"k").unwrap().unwrap().version, first);
     }
 
-    #[test]
-    fn scans_and_prefix_checks_stay_in_their_space() {
+    #[tokio::test]
+    async fn scans_and_prefix_checks_stay_in_their_space() {
         let (_dir, a, b) = space();
-        a.commit(&[], &[put(b"p1", b""), put(b"p2", b""), put(b"q", b"")]).unwrap();
-        b.commit(&[], &[put(b"p0", b"")]).unwrap();
+        a.commit(vec![], vec![put(b"p1", b""), put(b"p2", b""), put(b"q", b"")]).await.unwrap();
+        b.commit(vec![], vec![put(b"p0", b"")]).await.unwrap();
         let keys: Vec<_> = a.scan(b"p", Some(b"q"), 10).unwrap().into_iter().map(|e| e.key).collect();
         assert_eq!(keys, vec![b"p1".to_vec(), b"p2".to_vec()]);
         assert_eq!(a.scan(b"p", None, 1).unwrap().len(), 1);
-        assert!(b.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]).is_ok());
-        assert!(matches!(a.commit(&[Check::PrefixEmpty(b"q".to_vec())], &[]), Err(KvError::Conflict)));
+        assert!(b.commit(vec![Check::PrefixEmpty(b"q".to_vec())], vec![]).await.is_ok());
+        assert!(matches!(a.commit(vec![Check::PrefixEmpty(b"q".to_vec())], vec![]).await, Err(KvError::Conflict)));
     }
 }
