@@ -56,7 +56,7 @@ role = "admin"
 server_admin = true
 secret_hash = "$hash"
 TOML
-  RUST_LOG=warn taskset -c 0 "$bin/rustberg" serve --config "$shared/$port.toml" > "$shared/$port.log" 2>&1 &
+  RUST_LOG=warn taskset -c 0 "${RUSTBERG_BIN:-$bin/rustberg}" serve --config "$shared/$port.toml" > "$shared/$port.log" 2>&1 &
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break; sleep 0.1; done
 done
 token=$(curl -sf "http://127.0.0.1:18185/v1/oauth/tokens" -d grant_type=client_credentials \

@@ -11,11 +11,25 @@
 # server in production pays.
 unset RUST_BACKTRACE
 
+# A run's state is removed when it ends. With KEEP_STATE=1 it is moved aside to
+# ${TMPDIR:-/tmp}/rustberg-bench-kept instead (remove that folder when done): on an
+# ext4 without a journal, as this machine kind's disk is, creating a file within
+# minutes of many deletions costs several times more (the inode allocator skips
+# recently freed inodes one by one), so a commit run that follows another run's
+# removal measures the removal (docs/performance.md).
+remove_state() {
+  if [ -n "${KEEP_STATE:-}" ]; then
+    mkdir -p "${TMPDIR:-/tmp}/rustberg-bench-kept" && mv "$@" "${TMPDIR:-/tmp}/rustberg-bench-kept/"
+  else
+    rm -rf "$@"
+  fi
+}
+
 start_rustberg() {
   local port=$1 extra=${2:-}
   work=$(mktemp -d)
   works="${works:-} $work"
-  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf $works' EXIT
+  trap 'kill $(jobs -p) 2>/dev/null || true; remove_state $works' EXIT
   cat > "$work/rustberg.toml" <<TOML
 [server]
 listen = "127.0.0.1:$port"
