@@ -177,7 +177,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let wasm = builtin::component(name).map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
-    let backend = backend.keeping_reads(builtin::answers_from_keys_alone(name));
+    let backend = backend
+        .keeping_reads(builtin::answers_from_keys_alone(name))
+        .sending_table_json(!builtin::records_table_location_only(name));
     let read_only = !backend.capabilities().can_write;
     let mut root =
         Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse: Some(warehouse), owner: None, read_only };

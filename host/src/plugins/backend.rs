@@ -19,6 +19,8 @@ pub struct Backend {
     timings: Option<CallTimings>,
     /// Answers kept while the key space is unchanged, for a backend that reads it alone.
     pub(super) memo: Option<Memos>,
+    /// Whether a table's create and commit carry its metadata JSON to the backend.
+    table_json: bool,
 }
 
 /// The reads a backend's answers are kept for (see `read_memo`).
@@ -70,7 +72,14 @@ impl Backend {
             .await?;
         let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
         pool.grants().config.write().expect("mount config").extend(capabilities.remember.iter().cloned());
-        Ok(Self { pool, capabilities, unreachable: std::sync::Mutex::new(None), timings: None, memo: None })
+        Ok(Self {
+            pool,
+            capabilities,
+            unreachable: std::sync::Mutex::new(None),
+            timings: None,
+            memo: None,
+            table_json: true,
+        })
     }
 
     /// Keeps the answers of loads and listing prefixes while the backend's key space
@@ -81,6 +90,17 @@ impl Backend {
         let memo =
             space.and_then(|space| Some(Memos { tables: ReadMemo::over(space)?, prefixes: ReadMemo::over(space)? }));
         Self { memo, ..self }
+    }
+
+    /// Sends a table's metadata JSON on its create and commit only if `send` (not to a
+    /// backend that records only the location: `builtin::records_table_location_only`).
+    pub fn sending_table_json(self, send: bool) -> Self {
+        Self { table_json: send, ..self }
+    }
+
+    /// Whether a table's create and commit carry its metadata JSON to this backend.
+    pub fn wants_table_json(&self) -> bool {
+        self.table_json
     }
 
     /// Like `open`, and records how long every later call takes.

@@ -32,6 +32,13 @@ pub fn answers_from_keys_alone(backend: &str) -> bool {
     backend == "native"
 }
 
+/// Whether the built-in `backend` records only a table's metadata location, so the host
+/// need not send it the table's metadata JSON on a create or commit. A drop-in
+/// component is always sent it.
+pub fn records_table_location_only(backend: &str) -> bool {
+    backend == "native"
+}
+
 /// The bytes of the component a `backend` setting names: a built-in name or a file path.
 pub fn component(backend: &str) -> Result<Arc<[u8]>, String> {
     match BUILTINS.iter().find(|(name, _, _)| *name == backend) {

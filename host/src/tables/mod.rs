@@ -113,15 +113,20 @@ pub fn table_location(mount: &Mount, metadata: &TableMetadata) -> Result<Locatio
         .map_err(locations::bad_location("the table location", metadata.location()))
 }
 
-/// Writes a metadata file under the table's location, serializing it once, and holds
-/// it (see [`held`]); returns its location and JSON.
+/// Writes a metadata file under the table's location, serializing it once into a
+/// buffer of about `expected_len` bytes (the previous file's size, or 0), and holds it
+/// (see [`held`]); returns its location and JSON.
 async fn write_metadata(
     mount: &Mount,
     location: MetadataLocation,
     metadata: TableMetadata,
+    expected_len: usize,
 ) -> Result<Committed, Error> {
     let io = mount.warehouse()?.scoped_io(&table_location(mount, &metadata)?);
-    let json = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?);
+    // Room for a few more entries than before, so the buffer is not regrown and copied.
+    let mut json = Vec::with_capacity(expected_len + expected_len / 8 + 1024);
+    serde_json::to_writer(&mut json, &metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let json = Bytes::from(json);
     let failed = |e: iceberg::Error| Error::Internal(format!("writing table metadata to {location}: {e}"));
     match location.compression_codec() {
         CompressionCodec::None => io.new_output(location.to_string()).map_err(failed)?.write(json.clone()).await,
@@ -135,16 +140,32 @@ async fn write_metadata(
 }
 
 /// The pointer a backend records for a table or view. It carries the metadata JSON
-/// (a backend may need to read it: Glue describes the table's columns); the native
-/// backend records a table's without it.
+/// (a backend may need to read it: Glue describes the table's columns).
 fn pointer_of(committed: &Committed) -> Pointer {
     Pointer {
-        metadata_location: committed.metadata_location.clone(),
         // Checked as UTF-8 the fast way (it is: serde_json wrote it), not char by char.
         metadata_json: String::from_utf8(committed.metadata_json.to_vec())
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        ..location_only(committed)
+    }
+}
+
+fn location_only(committed: &Committed) -> Pointer {
+    Pointer {
+        metadata_location: committed.metadata_location.clone(),
+        metadata_json: String::new(),
         config: vec![],
         storage_credentials: String::new(),
+    }
+}
+
+/// A table's pointer for its backend: with the metadata JSON only for a backend that
+/// reads it (the native one records the location alone: the JSON would be copied into
+/// the guest for nothing).
+fn table_pointer(mount: &Mount, committed: &Committed) -> Pointer {
+    match mount.backend.wants_table_json() {
+        true => pointer_of(committed),
+        false => location_only(committed),
     }
 }
 
@@ -166,7 +187,7 @@ pub async fn create(
         }
     };
     let location = MetadataLocation::new_with_metadata(metadata.location(), metadata);
-    let committed = match write_metadata(mount, location, metadata.clone()).await {
+    let committed = match write_metadata(mount, location, metadata.clone(), 0).await {
         Ok(committed) => committed,
         Err(e) => {
             locations::abandon(warehouse, None, &claim).await;
@@ -174,7 +195,7 @@ pub async fn create(
             return Err(e);
         }
     };
-    if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
+    if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
             placement.release(mount).await;
@@ -219,9 +240,12 @@ pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Loaded, Err
 
 /// The current metadata of a loaded table, to change it.
 pub async fn current_metadata(mount: &Mount, pointer: &mut Pointer) -> Result<TableMetadata, Error> {
-    held::current(mount, pointer)
-        .await?
-        .metadata()
+    let held = held::current(mount, pointer).await?;
+    metadata_of(&held, pointer)
+}
+
+fn metadata_of(held: &held::Held, pointer: &Pointer) -> Result<TableMetadata, Error> {
+    held.metadata()
         .map_err(|e| Error::Internal(format!("the metadata of {} is invalid: {e}", pointer.metadata_location)))
 }
 
@@ -292,7 +316,8 @@ async fn prepare(
     updates: &[TableUpdate],
 ) -> Result<Prepared, Error> {
     let mut pointer = load(mount, ident, None).await?;
-    let current = current_metadata(mount, &mut pointer).await?;
+    let held = held::current(mount, &mut pointer).await?;
+    let current = metadata_of(&held, &pointer)?;
     for requirement in requirements {
         requirement.check(Some(&current)).map_err(|e| {
             Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
@@ -323,14 +348,14 @@ async fn prepare(
         }
         _ => MetadataLocation::new_with_metadata(metadata.location(), &metadata),
     };
-    let committed = match write_metadata(mount, location, metadata).await {
+    let committed = match write_metadata(mount, location, metadata, held.json.len()).await {
         Ok(committed) => committed,
         Err(e) => {
             locations::abandon(mount.warehouse()?, None, &claim).await;
             return Err(e);
         }
     };
-    let new = Pointer { config: pointer.config, ..pointer_of(&committed) };
+    let new = Pointer { config: pointer.config, ..table_pointer(mount, &committed) };
     Ok(Prepared { expected: pointer.metadata_location, new, committed, claim })
 }
 
@@ -418,7 +443,7 @@ pub async fn register(
     let Some(mut existing) = existing else {
         let claim =
             Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
-        if let Err(e) = mount.backend.create_table(ident.clone(), pointer_of(&committed)).await {
+        if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
             if e.kind.did_not_apply() {
                 locations::abandon(warehouse, None, &claim).await;
             }
@@ -430,7 +455,8 @@ pub async fn register(
     let claim =
         locations::claim_move(mount, &ident.namespace, &current.location, &location.to_string(), ClaimKind::Table)
             .await?;
-    if let Err(e) = mount.backend.commit_table(ident.clone(), existing.metadata_location, pointer_of(&committed)).await
+    if let Err(e) =
+        mount.backend.commit_table(ident.clone(), existing.metadata_location, table_pointer(mount, &committed)).await
     {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;
