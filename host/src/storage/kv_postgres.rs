@@ -1,5 +1,7 @@
 //! Key spaces on Postgres: one table, `rustberg_kv`, keyed by (space, key). A commit
-//! is one transaction holding an advisory lock on every key it checks or writes, so
+//! is one statement, a call of the function `rustberg_kv_commit_v1` (one round trip:
+//! each costs the host a wake-up of the database's process), whose transaction holds
+//! an advisory lock on every key it checks or writes, so
 //! its checks and writes are atomic against every other commit touching those keys,
 //! from any process, while commits to other keys (another table) run alongside. A
 //! commit that checks a prefix is empty locks the whole space instead (every commit
@@ -9,7 +11,7 @@
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use sqlx::postgres::{PgPool, PgPoolOptions, PgTransaction};
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::Row;
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
@@ -26,6 +28,53 @@ const SCHEMA: &[&str] = &[
         version BIGINT NOT NULL,
         PRIMARY KEY (space, key))",
     "CREATE SEQUENCE IF NOT EXISTS rustberg_kv_version",
+    // A commit: the space's lock (exclusive when a prefix is checked, else shared and
+    // then one per key, sorted), the checks in order (false as soon as one fails,
+    // having written nothing), then the writes, every value with one new version.
+    // Check kinds: 0 absent, 1 present, 2 at a version, 3 no key under a prefix.
+    // Each statement in it reads what committed before it, after the locks.
+    "CREATE OR REPLACE FUNCTION rustberg_kv_commit_v1(
+        p_space text, check_kinds int2[], check_keys bytea[], check_versions int8[], check_ends bytea[],
+        lock_high int4[], lock_low int4[], write_keys bytea[], write_values bytea[]
+    ) RETURNS boolean LANGUAGE plpgsql AS $$
+    DECLARE
+        v bigint;
+    BEGIN
+        IF 3 = ANY(check_kinds) THEN
+            PERFORM pg_advisory_xact_lock(hashtextextended(p_space, 0));
+        ELSE
+            PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_space, 0));
+            PERFORM pg_advisory_xact_lock(h, l) FROM unnest(lock_high, lock_low) AS k(h, l);
+        END IF;
+        FOR i IN 1 .. coalesce(array_length(check_kinds, 1), 0) LOOP
+            IF check_kinds[i] = 3 THEN
+                IF EXISTS (SELECT 1 FROM rustberg_kv WHERE space = p_space AND key >= check_keys[i]
+                           AND (check_ends[i] IS NULL OR key < check_ends[i])) THEN
+                    RETURN false;
+                END IF;
+            ELSIF check_kinds[i] = 2 THEN
+                IF NOT EXISTS (SELECT 1 FROM rustberg_kv WHERE space = p_space AND key = check_keys[i]
+                               AND version = check_versions[i]) THEN
+                    RETURN false;
+                END IF;
+            ELSIF EXISTS (SELECT 1 FROM rustberg_kv WHERE space = p_space AND key = check_keys[i])
+                  <> (check_kinds[i] = 1) THEN
+                RETURN false;
+            END IF;
+        END LOOP;
+        FOR i IN 1 .. coalesce(array_length(write_keys, 1), 0) LOOP
+            IF write_values[i] IS NULL THEN
+                DELETE FROM rustberg_kv WHERE space = p_space AND key = write_keys[i];
+            ELSE
+                IF v IS NULL THEN
+                    v := nextval('rustberg_kv_version');
+                END IF;
+                INSERT INTO rustberg_kv (space, key, value, version) VALUES (p_space, write_keys[i], write_values[i], v)
+                ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version;
+            END IF;
+        END LOOP;
+        RETURN true;
+    END $$",
 ];
 
 /// A connection pool to one database.
@@ -133,37 +182,6 @@ impl PgSpace {
         Ok(())
     }
 
-    /// Takes the locks a commit needs, in one order for every commit (so no two wait
-    /// for each other in a cycle): the space's lock, then one per key. Key locks use the
-    /// two-integer advisory lock space, apart from the space locks' single integer.
-    async fn lock(&self, tx: &mut PgTransaction<'_>, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let whole_space = checks.iter().any(|c| matches!(c, Check::PrefixEmpty(_)));
-        let space_lock = if whole_space {
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
-        } else {
-            "SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))"
-        };
-        sqlx::query(space_lock).bind(&self.space).execute(&mut **tx).await.map_err(store_err)?;
-        if whole_space {
-            return Ok(());
-        }
-        let checked = checks.iter().map(|c| match c {
-            Check::Absent(key) | Check::Present(key) | Check::AtVersion(key, _) | Check::PrefixEmpty(key) => key,
-        });
-        let mut locks: Vec<(i32, i32)> =
-            checked.chain(writes.iter().map(|w| &w.key)).map(|key| self.key_lock(key)).collect();
-        locks.sort_unstable();
-        locks.dedup();
-        let (high, low): (Vec<i32>, Vec<i32>) = locks.into_iter().unzip();
-        sqlx::query("SELECT pg_advisory_xact_lock(h, l) FROM unnest($1::int4[], $2::int4[]) AS k(h, l)")
-            .bind(high)
-            .bind(low)
-            .execute(&mut **tx)
-            .await
-            .map_err(store_err)?;
-        Ok(())
-    }
-
     /// The advisory lock a commit takes for one key of this space.
     pub fn key_lock(&self, key: &[u8]) -> (i32, i32) {
         let digest = Sha256::new().chain_update(self.space.as_bytes()).chain_update([0]).chain_update(key).finalize();
@@ -171,70 +189,50 @@ impl PgSpace {
         (word(0), word(4))
     }
 
-    /// Applies every write if every check holds, in one transaction.
+    /// Applies every write if every check holds, in one transaction: one call of
+    /// `rustberg_kv_commit_v1`, handed the checks, the key locks and the writes.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
-        self.lock(&mut tx, checks, writes).await?;
+        let mut kinds = Vec::with_capacity(checks.len());
+        let mut keys = Vec::with_capacity(checks.len());
+        let mut versions = Vec::with_capacity(checks.len());
+        let mut ends = Vec::with_capacity(checks.len());
         for check in checks {
-            let holds = match check {
-                Check::Absent(key) | Check::Present(key) => {
-                    let found = sqlx::query("SELECT 1 FROM rustberg_kv WHERE space = $1 AND key = $2")
-                        .bind(&self.space)
-                        .bind(key)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(store_err)?
-                        .is_some();
-                    found == matches!(check, Check::Present(_))
-                }
-                Check::AtVersion(key, version) => {
-                    sqlx::query("SELECT 1 FROM rustberg_kv WHERE space = $1 AND key = $2 AND version = $3")
-                        .bind(&self.space)
-                        .bind(key)
-                        .bind(*version as i64)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(store_err)?
-                        .is_some()
-                }
-                Check::PrefixEmpty(prefix) => sqlx::query(
-                    "SELECT 1 FROM rustberg_kv
-                     WHERE space = $1 AND key >= $2 AND ($3::bytea IS NULL OR key < $3) LIMIT 1",
-                )
-                .bind(&self.space)
-                .bind(prefix)
-                .bind(prefix_end(prefix))
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(store_err)?
-                .is_none(),
+            let (kind, key, version, end) = match check {
+                Check::Absent(key) => (0i16, key, 0, None),
+                Check::Present(key) => (1, key, 0, None),
+                Check::AtVersion(key, version) => (2, key, *version as i64, None),
+                Check::PrefixEmpty(prefix) => (3, prefix, 0, prefix_end(prefix)),
             };
-            if !holds {
-                return Err(KvError::Conflict);
-            }
+            kinds.push(kind);
+            keys.push(key.as_slice());
+            versions.push(version);
+            ends.push(end);
         }
-        if !writes.is_empty() {
-            let version: i64 = sqlx::query_scalar("SELECT nextval('rustberg_kv_version')")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(store_err)?;
-            for write in writes {
-                let query = match &write.value {
-                    Some(value) => sqlx::query(
-                        "INSERT INTO rustberg_kv (space, key, value, version) VALUES ($1, $2, $3, $4)
-                         ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version",
-                    )
-                    .bind(&self.space)
-                    .bind(&write.key)
-                    .bind(value)
-                    .bind(version),
-                    None => sqlx::query("DELETE FROM rustberg_kv WHERE space = $1 AND key = $2")
-                        .bind(&self.space)
-                        .bind(&write.key),
-                };
-                query.execute(&mut *tx).await.map_err(store_err)?;
-            }
+        // One lock per key checked or written, in one order for every commit, so no
+        // two commits wait for each other in a cycle (unused when a prefix is checked).
+        let mut locks: Vec<(i32, i32)> =
+            keys.iter().copied().chain(writes.iter().map(|w| w.key.as_slice())).map(|k| self.key_lock(k)).collect();
+        locks.sort_unstable();
+        locks.dedup();
+        let (high, low): (Vec<i32>, Vec<i32>) = locks.into_iter().unzip();
+        let write_keys: Vec<&[u8]> = writes.iter().map(|w| w.key.as_slice()).collect();
+        let write_values: Vec<Option<&[u8]>> = writes.iter().map(|w| w.value.as_deref()).collect();
+        let applied: bool = sqlx::query_scalar("SELECT rustberg_kv_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+            .bind(&self.space)
+            .bind(kinds)
+            .bind(keys)
+            .bind(versions)
+            .bind(ends)
+            .bind(high)
+            .bind(low)
+            .bind(write_keys)
+            .bind(write_values)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(store_err)?;
+        match applied {
+            true => Ok(()),
+            false => Err(KvError::Conflict),
         }
-        tx.commit().await.map_err(store_err)
     }
 }
