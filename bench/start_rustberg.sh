@@ -113,6 +113,19 @@ commit_tables() {
   done
 }
 
+# `create_load PREFIX TAG`: a wrk script whose every request creates a new root
+# namespace, TAG-1, TAG-2, …
+create_load() {
+  cat <<LUA
+local n = 0
+request = function()
+  n = n + 1
+  wrk.headers["content-type"] = "application/json"
+  return wrk.format("POST", "$1/namespaces", nil, string.format('{"namespace":["$2-%d"]}', n))
+end
+LUA
+}
+
 # `commit_load PREFIX N [START]`: a wrk script whose every request sets one property
 # on the next of the N tables of commit_tables, round robin from table START.
 commit_load() {
