@@ -126,6 +126,8 @@ async fn write_metadata(
     // Room for a few more entries than before, so the buffer is not regrown and copied.
     let mut json = Vec::with_capacity(expected_len + expected_len / 8 + 1024);
     serde_json::to_writer(&mut json, &metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    // Held by its length (`held` weighs it so): give back the room left over.
+    json.shrink_to_fit();
     let json = Bytes::from(json);
     let failed = |e: iceberg::Error| Error::Internal(format!("writing table metadata to {location}: {e}"));
     match location.compression_codec() {
