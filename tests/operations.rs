@@ -227,6 +227,10 @@ async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     assert_eq!(value(&all, calls, &[("mount", "root"), ("export", "create_namespace"), ("outcome", "ok")]), 1.0);
     assert_eq!(value(&all, calls, &[("mount", "prod"), ("export", "load_namespace"), ("outcome", "not_found")]), 1.0);
     assert!(value(&all, "rustberg_kv_commits_total", &[("store", "redb"), ("outcome", "ok")]) >= 1.0, "{text}");
+    // Each durable redb transaction (one fsync) carries one commit or more.
+    let transactions = value(&all, "rustberg_redb_transactions_total", &[]);
+    let redb_commits = value(&all, "rustberg_kv_commits_total", &[("store", "redb")]);
+    assert!(transactions >= 1.0 && transactions <= redb_commits, "{transactions} for {redb_commits}: {text}");
     assert!(value(&all, "rustberg_pool_instantiations_total", &[("mount", "root")]) >= 1.0, "{text}");
     assert!(text.contains("rustberg_pool_idle_instances{mount=\"root\"}"), "{text}");
     assert!(value(&all, "rustberg_authz_decisions_total", &[("decision", "allowed")]) >= 1.0, "{text}");
