@@ -158,13 +158,7 @@ impl Backend {
         let Some(memo) = &self.memo else { return self.call_load_table(table, delegation).await };
         let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
         let asked = question(parts.chain([delegation.as_deref()]));
-        let version = match memo.tables.get(&asked) {
-            Ok(pointer) => return Ok(pointer),
-            Err(version) => version,
-        };
-        let pointer = self.call_load_table(table, delegation).await?;
-        memo.tables.put(asked, version, pointer.clone());
-        Ok(pointer)
+        memo.tables.answer(asked, self.call_load_table(table, delegation)).await
     }
 
     /// Loads a table pointer from the backend itself.

@@ -180,13 +180,7 @@ impl Backend {
             Listing::Views(ns) => ("v", ns.as_slice()),
         };
         let asked = question([Some(kind)].into_iter().chain(parts.iter().map(|p| Some(p.as_str()))));
-        let version = match memo.prefixes.get(&asked) {
-            Ok(prefix) => return Ok(prefix),
-            Err(version) => version,
-        };
-        let prefix = self.call_prefix(listing).await?;
-        memo.prefixes.put(asked, version, prefix.clone());
-        Ok(prefix)
+        memo.prefixes.answer(asked, self.call_prefix(listing)).await
     }
 
     /// Asks the backend for the prefix `listing` is keyed under.

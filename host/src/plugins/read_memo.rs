@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::sync::Mutex;
 
 use crate::storage::kv::KvStore;
@@ -35,9 +36,21 @@ impl<V: Clone> ReadMemo<V> {
         self.space.version().expect("a store that counts its changes")
     }
 
+    /// The answer kept for `question` if nothing changed since it was read, else the
+    /// one `read` gives, kept under the version read before it (a failure is not kept).
+    pub async fn answer<E>(&self, question: String, read: impl Future<Output = Result<V, E>>) -> Result<V, E> {
+        let version = match self.get(&question) {
+            Ok(kept) => return Ok(kept),
+            Err(version) => version,
+        };
+        let answer = read.await?;
+        self.put(question, version, answer.clone());
+        Ok(answer)
+    }
+
     /// The answer kept for `question` if nothing changed since it was read; otherwise
     /// the version to keep the answer read now under.
-    pub fn get(&self, question: &str) -> Result<V, u64> {
+    fn get(&self, question: &str) -> Result<V, u64> {
         let now = self.version();
         match self.entries.lock().expect("read memo").get(question) {
             Some((at, answer)) if *at == now => Ok(answer.clone()),
@@ -46,7 +59,7 @@ impl<V: Clone> ReadMemo<V> {
     }
 
     /// Keeps `answer` to `question`, read at `version`.
-    pub fn put(&self, question: String, version: u64, answer: V) {
+    fn put(&self, question: String, version: u64, answer: V) {
         let mut entries = self.entries.lock().expect("read memo");
         if entries.len() >= MAX_ENTRIES && !entries.contains_key(&question) {
             entries.clear();
