@@ -139,10 +139,7 @@ async fn open_one(
     let grants = mount_grants(name, mount, &config.root_catalog()?).await?;
     let keeps_state = grants.kv.is_some();
     let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
-    let backend = Backend::open(pool)
-        .await?
-        .keeping_reads(builtin::answers_from_keys_alone(&mount.backend))
-        .sending_table_json(!builtin::records_table_location_only(&mount.backend));
+    let backend = Backend::open(pool).await?.knowing(&mount.backend);
     // A warehouse where one is configured, or where the mount keeps its own state;
     // a mount of somebody else's catalog without one reads its files elsewhere.
     let location = match &mount.warehouse_location {

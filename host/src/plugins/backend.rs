@@ -3,6 +3,7 @@
 //! a [`BackendError`] that names the mount. (The listings are in `listings`.)
 
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
+use super::builtin;
 use super::host_state::HostState;
 use super::pool::{CallFuture, Exports, InstancePool};
 use super::read_memo::{question, ReadMemo};
@@ -82,20 +83,17 @@ impl Backend {
         })
     }
 
-    /// Keeps the answers of loads and listing prefixes while the backend's key space
-    /// is unchanged, if `answers_from_keys_alone` (the built-in native backend:
-    /// `builtin::answers_from_keys_alone`) and its store can tell when it changes (redb).
-    pub fn keeping_reads(self, answers_from_keys_alone: bool) -> Self {
-        let space = self.pool.grants().kv.as_ref().filter(|_| answers_from_keys_alone);
+    /// Applies what the host knows of the built-in backend the mount names (`backend`:
+    /// nothing of a drop-in file). One that answers from its key space alone
+    /// (`builtin::answers_from_keys_alone`) has its loads and listing prefixes kept
+    /// while the space is unchanged, where the store can tell (redb); one that records
+    /// only a table's location (`builtin::records_table_location_only`) is sent no
+    /// metadata JSON on a table's create and commit.
+    pub fn knowing(self, backend: &str) -> Self {
+        let space = self.pool.grants().kv.as_ref().filter(|_| builtin::answers_from_keys_alone(backend));
         let memo =
             space.and_then(|space| Some(Memos { tables: ReadMemo::over(space)?, prefixes: ReadMemo::over(space)? }));
-        Self { memo, ..self }
-    }
-
-    /// Sends a table's metadata JSON on its create and commit only if `send` (not to a
-    /// backend that records only the location: `builtin::records_table_location_only`).
-    pub fn sending_table_json(self, send: bool) -> Self {
-        Self { table_json: send, ..self }
+        Self { memo, table_json: !builtin::records_table_location_only(backend), ..self }
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.
