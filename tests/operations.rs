@@ -279,6 +279,36 @@ async fn repeated_loads_call_a_redb_backend_once_until_the_catalog_changes() {
     }
 }
 
+/// A page of a listing the host keeps while the catalog file is unchanged is never
+/// served past a change: a created table is in the next page, a dropped one is gone,
+/// and the page after a token still starts after it.
+#[tokio::test]
+async fn a_kept_listing_page_shows_every_change_that_returned_before_it() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let names = |listed: &Value| -> Vec<String> {
+        listed["identifiers"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap().to_string()).collect()
+    };
+    let page = "/namespaces/db/tables?pageToken=&pageSize=2";
+    for name in ["a", "c"] {
+        let created = s.post("/namespaces/db/tables", json!({"name": name, "schema": support::schema()})).await;
+        assert_eq!(created.0, 200, "{}", created.1);
+        // Listed twice: the second may be the kept page, and must match the first.
+        let (first, second) = (s.get(page).await, s.get(page).await);
+        assert_eq!((first.0, names(&first.1)), (200, names(&second.1)));
+    }
+    let created = s.post("/namespaces/db/tables", json!({"name": "b", "schema": support::schema()})).await;
+    assert_eq!(created.0, 200, "{}", created.1);
+    let (status, listed) = s.get(page).await;
+    assert_eq!((status, names(&listed)), (200, vec!["a".to_string(), "b".to_string()]));
+    let token = listed["next-page-token"].as_str().unwrap().to_string();
+    let rest = format!("/namespaces/db/tables?pageToken={token}&pageSize=2");
+    assert_eq!(names(&s.get(&rest).await.1), vec!["c".to_string()]);
+    assert_eq!(s.delete("/namespaces/db/tables/a").await.0, 204);
+    assert_eq!(names(&s.get(page).await.1), vec!["b".to_string(), "c".to_string()]);
+    assert_eq!(names(&s.get(&rest).await.1), vec!["c".to_string()]);
+}
+
 /// Every line of the audit file, parsed.
 fn audit_lines(file: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(file).unwrap_or_default();

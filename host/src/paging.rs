@@ -14,6 +14,7 @@
 //! served, so a walk never repeats and never skips an item.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -29,6 +30,10 @@ const MAC_LEN: usize = 16;
 const MAX_CALLS_PER_PAGE: usize = 1_000;
 /// Backend calls a listing of everything may take (batches of [`MAX_PAGE_SIZE`]).
 const MAX_CALLS_PER_LISTING: usize = 100_000;
+
+/// An item's name as a page carries it: shared, so that a page kept by the host
+/// (`plugins::read_memo`) hands its names out without copying them.
+pub type Name = Arc<str>;
 
 /// The cursor space of one listing: `what` (namespaces, tables, views) under
 /// `parent` in the mount whose cursor space is `mount`.
@@ -116,20 +121,20 @@ impl PageAsk {
 #[derive(Debug)]
 pub enum Entry {
     /// Served; the item is its own cursor (a name keyed in the backend's store).
-    Served(String),
+    Served(Name),
     /// Served, with a cursor of its own.
-    ServedAt(String, String),
+    ServedAt(Name, String),
     /// Not visible to the caller: only its cursor counts.
     Hidden(String),
 }
 
 impl Entry {
     /// `item`, with its `cursor` (`None`: the item is its own), served if `visible`.
-    pub fn new(item: String, cursor: Option<String>, visible: bool) -> Self {
+    pub fn new(item: Name, cursor: Option<String>, visible: bool) -> Self {
         match (visible, cursor) {
             (true, None) => Entry::Served(item),
             (true, Some(cursor)) => Entry::ServedAt(item, cursor),
-            (false, cursor) => Entry::Hidden(cursor.unwrap_or(item)),
+            (false, cursor) => Entry::Hidden(cursor.unwrap_or_else(|| item.to_string())),
         }
     }
 }
@@ -154,7 +159,7 @@ pub async fn fill<E, Fut>(
     ask: PageAsk,
     mut fetch: impl FnMut(Option<String>, u32) -> Fut,
     stuck: impl FnOnce(String) -> E,
-) -> Result<(Vec<String>, Option<String>), E>
+) -> Result<(Vec<Name>, Option<String>), E>
 where
     Fut: Future<Output = Result<Batch, E>>,
 {
@@ -194,7 +199,7 @@ where
         }
         match moved {
             Some(Moved::To(cursor)) => after = Some(cursor),
-            Some(Moved::ToLastServed) => after = page.last().cloned(),
+            Some(Moved::ToLastServed) => after = page.last().map(|name| name.to_string()),
             None => {}
         }
         let finished = batch.done && served_to_end;
@@ -233,7 +238,7 @@ mod tests {
     }
 
     /// A backend of `n` numbered items, paged `batch` at a time.
-    async fn walk(n: usize, batch: usize, page_size: u32, visible: impl Fn(&usize) -> bool + Copy) -> Vec<Vec<String>> {
+    async fn walk(n: usize, batch: usize, page_size: u32, visible: impl Fn(&usize) -> bool + Copy) -> Vec<Vec<Name>> {
         // Even items are their own cursors, odd ones carry theirs.
         let fetch = |after: Option<String>, limit: u32| async move {
             let start = after.map(|c| c.parse::<usize>().unwrap() + 1).unwrap_or(0);
@@ -241,8 +246,8 @@ mod tests {
             let entries = (start..end)
                 .map(|i| match (visible(&i), i % 2) {
                     (false, _) => Entry::Hidden(i.to_string()),
-                    (true, 0) => Entry::Served(i.to_string()),
-                    (true, _) => Entry::ServedAt(i.to_string(), i.to_string()),
+                    (true, 0) => Entry::Served(i.to_string().into()),
+                    (true, _) => Entry::ServedAt(i.to_string().into(), i.to_string()),
                 })
                 .collect();
             Ok::<_, ()>(Batch { entries, done: end == n })

@@ -7,12 +7,13 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 
 use super::model::write_json_string;
+use crate::paging::Name;
 
 /// A page of namespaces, all children of `parent`.
 #[derive(Debug)]
 pub struct ListNamespacesResponse {
     pub parent: Vec<String>,
-    pub names: Vec<String>,
+    pub names: Vec<Name>,
     pub next_page_token: Option<String>,
 }
 
@@ -20,7 +21,7 @@ pub struct ListNamespacesResponse {
 #[derive(Debug)]
 pub struct ListTablesResponse {
     pub namespace: Vec<String>,
-    pub names: Vec<String>,
+    pub names: Vec<Name>,
     pub next_page_token: Option<String>,
 }
 
@@ -52,8 +53,8 @@ fn finish(mut out: Vec<u8>, next_page_token: Option<&str>) -> Response {
 }
 
 /// What the items' text and punctuation take, with room for escapes and the token.
-fn capacity<'a>(texts: impl Iterator<Item = &'a String>, per_item: usize, token: Option<&str>) -> usize {
-    texts.map(|t| t.len() + per_item).sum::<usize>() + token.map_or(0, str::len) * 2 + 64
+fn capacity(names: &[Name], per_item: usize, token: Option<&str>) -> usize {
+    names.iter().map(|name| name.len() + per_item).sum::<usize>() + token.map_or(0, str::len) * 2 + 64
 }
 
 /// The levels every item shares, written once: `["a","b",` (or `[` at the top level).
@@ -71,7 +72,7 @@ impl IntoResponse for ListNamespacesResponse {
     fn into_response(self) -> Response {
         let head = shared_levels(&self.parent);
         let token = self.next_page_token.as_deref();
-        let mut out = Vec::with_capacity(capacity(self.names.iter(), head.len() + 8, token));
+        let mut out = Vec::with_capacity(capacity(&self.names, head.len() + 8, token));
         out.extend_from_slice(b"{\"namespaces\":");
         write_array(&mut out, &self.names, |out, name| {
             out.extend_from_slice(&head);
@@ -88,7 +89,7 @@ impl IntoResponse for ListTablesResponse {
         let mut namespace = Vec::new();
         write_string_array(&mut namespace, &self.namespace);
         let token = self.next_page_token.as_deref();
-        let mut out = Vec::with_capacity(capacity(self.names.iter(), namespace.len() + 32, token));
+        let mut out = Vec::with_capacity(capacity(&self.names, namespace.len() + 32, token));
         out.extend_from_slice(b"{\"identifiers\":");
         write_array(&mut out, &self.names, |out, name| {
             out.extend_from_slice(b"{\"namespace\":");
@@ -112,6 +113,10 @@ mod tests {
         serde_json::from_slice(&bytes).unwrap()
     }
 
+    fn names(items: &[&str]) -> Vec<Name> {
+        items.iter().map(|s| Name::from(*s)).collect()
+    }
+
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
     }
@@ -119,11 +124,11 @@ mod tests {
     #[tokio::test]
     async fn listings_are_the_json_the_spec_shows_escaped_where_needed() {
         let odd = "quote \" backslash \\ tab \t é";
-        let top = ListNamespacesResponse { parent: vec![], names: strings(&["a", odd]), next_page_token: None };
+        let top = ListNamespacesResponse { parent: vec![], names: names(&["a", odd]), next_page_token: None };
         assert_eq!(body_of(top.into_response()).await, json!({"namespaces": [["a"], [odd]]}));
         let children = ListNamespacesResponse {
             parent: strings(&["a", odd]),
-            names: strings(&["b", odd]),
+            names: names(&["b", odd]),
             next_page_token: Some("tok\"en".into()),
         };
         assert_eq!(
@@ -133,11 +138,8 @@ mod tests {
         let empty = ListNamespacesResponse { parent: strings(&["a"]), names: vec![], next_page_token: None };
         assert_eq!(body_of(empty.into_response()).await, json!({"namespaces": []}));
 
-        let tables = ListTablesResponse {
-            namespace: strings(&["db", odd]),
-            names: strings(&["t1", odd]),
-            next_page_token: None,
-        };
+        let tables =
+            ListTablesResponse { namespace: strings(&["db", odd]), names: names(&["t1", odd]), next_page_token: None };
         assert_eq!(
             body_of(tables.into_response()).await,
             json!({"identifiers": [{"namespace": ["db", odd], "name": "t1"}, {"namespace": ["db", odd], "name": odd}]})

@@ -63,9 +63,9 @@ async fn backend_page(
             entries.extend(item.cursor.map(Entry::Hidden));
             continue;
         };
-        let (visible, name) = match &mut children {
-            Some(children) => children.readable(access, name)?,
-            None => (true, name),
+        let visible = match &mut children {
+            Some(children) => children.readable(access, &name)?,
+            None => true,
         };
         entries.push(Entry::new(name, item.cursor, visible));
     }
@@ -91,12 +91,12 @@ impl Children {
         }
     }
 
-    /// Whether the caller may read the child `name`; the name is handed back.
-    fn readable(&mut self, access: &Access, name: String) -> Result<(bool, String), Error> {
-        *self.child() = name;
-        let visible = access.can_read(&self.0);
-        let name = std::mem::take(self.child());
-        Ok((visible?, name))
+    /// Whether the caller may read the child `name`.
+    fn readable(&mut self, access: &Access, name: &str) -> Result<bool, Error> {
+        let child = self.child();
+        child.clear();
+        child.push_str(name);
+        access.can_read(&self.0)
     }
 }
 
@@ -118,7 +118,7 @@ async fn list_top_level(
     let root_cursor = token.and_then(|t| tokens.verify(&root_space, t));
     let after_mount = token.and_then(|t| tokens.verify(MOUNTS_SPACE, t));
     let want = PageAsk::from_query(tokens, MOUNTS_SPACE, token, size).size().map(|w| w as usize);
-    let full = |served: &Vec<String>| want.is_some_and(|w| served.len() >= w);
+    let full = |served: &Vec<paging::Name>| want.is_some_and(|w| served.len() >= w);
     let mut names = Vec::new();
     if root_cursor.is_none() {
         let mut examined = after_mount.clone();
@@ -127,7 +127,7 @@ async fn list_top_level(
                 break;
             }
             if access.can_read(&Resource::Namespace(vec![name.clone()]))? {
-                names.push(name.clone());
+                names.push(name.as_str().into());
             }
             examined = Some(name.clone());
         }

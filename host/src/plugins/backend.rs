@@ -5,8 +5,9 @@
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
 use super::builtin;
 use super::host_state::HostState;
+use super::listings::ScannedPage;
 use super::pool::{CallFuture, Exports, InstancePool};
-use super::read_memo::{question, ReadMemo};
+use super::read_memo::{question, ReadMemo, Weigh};
 use super::{BackendError, BackendErrorKind};
 
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
@@ -28,6 +29,29 @@ pub struct Backend {
 pub(super) struct Memos {
     tables: ReadMemo<Pointer>,
     pub(super) prefixes: ReadMemo<Vec<u8>>,
+    /// The pages the host scanned from the backend's keys.
+    pub(super) pages: ReadMemo<ScannedPage>,
+}
+
+/// What each kind of kept answer may weigh, per mount, in bytes (about: an answer
+/// weighs its text and [`ENTRY_WEIGHT`]).
+const LOADS_BUDGET: usize = 1 << 20;
+const PREFIXES_BUDGET: usize = 256 << 10;
+const PAGES_BUDGET: usize = 4 << 20;
+/// What a kept answer weighs beyond its text: its slot, its key's and its own headers.
+pub(super) const ENTRY_WEIGHT: usize = 64;
+
+impl Weigh for Pointer {
+    fn weight(&self) -> usize {
+        let config: usize = self.config.iter().map(|(k, v)| k.len() + v.len() + 48).sum();
+        ENTRY_WEIGHT + self.metadata_location.len() + self.metadata_json.len() + config
+    }
+}
+
+impl Weigh for Vec<u8> {
+    fn weight(&self) -> usize {
+        ENTRY_WEIGHT + self.len()
+    }
 }
 
 /// Durations of backend calls, by export name.
@@ -85,14 +109,20 @@ impl Backend {
 
     /// Applies what the host knows of the built-in backend the mount names (`backend`:
     /// nothing of a drop-in file). One that answers from its key space alone
-    /// (`builtin::answers_from_keys_alone`) has its loads and listing prefixes kept
-    /// while the space is unchanged, where the store can tell (redb); one that records
-    /// only a table's location (`builtin::records_table_location_only`) is sent no
-    /// metadata JSON on a table's create and commit.
+    /// (`builtin::answers_from_keys_alone`) has its loads, listing prefixes and the
+    /// pages scanned under them kept while the space is unchanged, where the store can
+    /// tell (redb); one that records only a table's location
+    /// (`builtin::records_table_location_only`) is sent no metadata JSON on a table's
+    /// create and commit.
     pub fn knowing(self, backend: &str) -> Self {
         let space = self.pool.grants().kv.as_ref().filter(|_| builtin::answers_from_keys_alone(backend));
-        let memo =
-            space.and_then(|space| Some(Memos { tables: ReadMemo::over(space)?, prefixes: ReadMemo::over(space)? }));
+        let memo = space.and_then(|space| {
+            Some(Memos {
+                tables: ReadMemo::over(space, LOADS_BUDGET)?,
+                prefixes: ReadMemo::over(space, PREFIXES_BUDGET)?,
+                pages: ReadMemo::over(space, PAGES_BUDGET)?,
+            })
+        });
         Self { memo, table_json: !builtin::records_table_location_only(backend), ..self }
     }
 

@@ -2,20 +2,25 @@
 //! grants a `kv` space, the backend only names the prefix its items are keyed under
 //! and the host scans those keys itself: no item crosses the boundary (a page of 100
 //! names copied into the guest and back cost ten times the rest of the request).
-//! Otherwise the backend's own `list-*` export answers.
+//! Otherwise the backend's own `list-*` export answers. Where the backend's answers are
+//! kept while its space is unchanged (`read_memo`), so are the pages scanned: a kept
+//! page hands out its names without copying them.
 //!
 //! [`Backend::list`] gives a page as names under the listing's parent, an item's
 //! cursor only where it is not its name (what the REST listings need);
 //! `list_namespaces`, `list_tables` and `list_views` give the contract's own page
 //! types (what the location backfill and the conformance cases read).
 
-use super::backend::Backend;
+use std::sync::Arc;
+
+use super::backend::{Backend, ENTRY_WEIGHT};
 use super::bindings::optional::KeyListings;
 use super::bindings::{NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, WitError};
 use super::host_state::MAX_SCAN_ROWS;
 use super::pool::Exports;
-use super::read_memo::question;
+use super::read_memo::{question, Weigh};
 use super::{BackendError, BackendErrorKind};
+use crate::paging::Name;
 use crate::storage::kv::{prefix_end, KvStore};
 
 /// What is listed: the children of a namespace (the top level when `None`), or the
@@ -25,6 +30,21 @@ pub enum Listing {
     Namespaces(Option<Vec<String>>),
     Tables(Vec<String>),
     Views(Vec<String>),
+}
+
+/// The names of one page scanned from a backend's keys, and whether the listing ends
+/// with it.
+#[derive(Clone)]
+pub struct ScannedPage {
+    names: Arc<[Name]>,
+    done: bool,
+}
+
+impl Weigh for ScannedPage {
+    fn weight(&self) -> usize {
+        // Each name: its text, its shared header and its place in the page.
+        ENTRY_WEIGHT + self.names.iter().map(|name| name.len() + 32).sum::<usize>()
+    }
 }
 
 /// One page of a listing.
@@ -41,7 +61,7 @@ pub struct Listed {
 /// is not shown, though its cursor counts.
 #[derive(Debug)]
 pub struct ListedItem {
-    pub name: Option<String>,
+    pub name: Option<Name>,
     pub cursor: Option<String>,
 }
 
@@ -76,14 +96,15 @@ impl Backend {
                     if !child {
                         tracing::debug!(mount = self.label(), ?namespace, ?parent, "listed as a child: not shown");
                     }
-                    let name = namespace.pop().filter(|_| child);
+                    let name = namespace.pop().filter(|_| child).map(Name::from);
                     items.push(ListedItem { name, cursor: Some(cursor) });
                 }
                 Ok(Listed { items, done: listed.done })
             }
             Listing::Tables(ns) | Listing::Views(ns) => {
                 let listed = self.export_members(listing, ns.clone(), page).await?;
-                let items = listed.items.into_iter().map(|e| ListedItem { name: Some(e.name), cursor: Some(e.cursor) });
+                let items =
+                    listed.items.into_iter().map(|e| ListedItem { name: Some(e.name.into()), cursor: Some(e.cursor) });
                 Ok(Listed { items: items.collect(), done: listed.done })
             }
         }
@@ -104,8 +125,8 @@ impl Backend {
         let items = listed.items.into_iter().filter_map(|item| item.name).map(|name| {
             let mut namespace = Vec::with_capacity(parent.len() + 1);
             namespace.extend_from_slice(&parent);
-            namespace.push(name.clone());
-            NamespaceEntry { namespace, cursor: name }
+            namespace.push(name.to_string());
+            NamespaceEntry { namespace, cursor: name.to_string() }
         });
         Ok(NamespacePage { items: items.collect(), done: listed.done })
     }
@@ -126,8 +147,11 @@ impl Backend {
             return self.export_members(&listing, ns.clone(), page).await;
         };
         let listed = self.list_keys(space, &listing, &page).await?;
-        let items =
-            listed.items.into_iter().filter_map(|item| item.name).map(|name| NameEntry { cursor: name.clone(), name });
+        let items = listed
+            .items
+            .into_iter()
+            .filter_map(|item| item.name)
+            .map(|name| NameEntry { cursor: name.to_string(), name: name.to_string() });
         Ok(NamePage { items: items.collect(), done: listed.done })
     }
 
@@ -163,24 +187,23 @@ impl Backend {
         .await
     }
 
-    /// A page of `listing` scanned from the keys under the prefix the backend names.
+    /// A page of `listing` scanned from the keys under the prefix the backend names, or
+    /// the one kept since the space last changed.
     async fn list_keys(&self, space: &KvStore, listing: &Listing, page: &PageRequest) -> Result<Listed, BackendError> {
         let prefix = self.prefix(listing).await?;
-        let (names, done) = self.scan_names(space, &prefix, page).await?;
-        let items = names.into_iter().map(|name| ListedItem { name: Some(name), cursor: None }).collect();
-        Ok(Listed { items, done })
+        let scan = self.scan_names(space, &prefix, page);
+        let scanned = match &self.memo {
+            Some(memo) => memo.pages.answer(asked(listing, Some(page)), scan).await?,
+            None => scan.await?,
+        };
+        let items = scanned.names.iter().map(|name| ListedItem { name: Some(name.clone()), cursor: None }).collect();
+        Ok(Listed { items, done: scanned.done })
     }
 
     /// The prefix `listing` is keyed under, or the one kept since the space last changed.
     async fn prefix(&self, listing: &Listing) -> Result<Vec<u8>, BackendError> {
         let Some(memo) = &self.memo else { return self.call_prefix(listing).await };
-        let (kind, parts) = match listing {
-            Listing::Namespaces(parent) => ("n", parent.as_deref().unwrap_or_default()),
-            Listing::Tables(ns) => ("t", ns.as_slice()),
-            Listing::Views(ns) => ("v", ns.as_slice()),
-        };
-        let asked = question([Some(kind)].into_iter().chain(parts.iter().map(|p| Some(p.as_str()))));
-        memo.prefixes.answer(asked, self.call_prefix(listing)).await
+        memo.prefixes.answer(asked(listing, None), self.call_prefix(listing)).await
     }
 
     /// Asks the backend for the prefix `listing` is keyed under.
@@ -209,7 +232,7 @@ impl Backend {
         space: &KvStore,
         prefix: &[u8],
         page: &PageRequest,
-    ) -> Result<(Vec<String>, bool), BackendError> {
+    ) -> Result<ScannedPage, BackendError> {
         let start = match &page.after {
             Some(cursor) => [prefix, cursor.as_bytes(), &[0]].concat(),
             None => prefix.to_vec(),
@@ -221,7 +244,7 @@ impl Backend {
         let scanned = space
             .scan_keys(&start, prefix_end(prefix).as_deref(), limit + 1, |key| {
                 match key.strip_prefix(prefix).filter(|tail| !tail.is_empty()).map(std::str::from_utf8) {
-                    Some(Ok(name)) => names.push(name.to_owned()),
+                    Some(Ok(name)) => names.push(Name::from(name)),
                     _ => _ = not_a_name.get_or_insert_with(|| String::from_utf8_lossy(key).into_owned()),
                 }
             })
@@ -238,7 +261,7 @@ impl Backend {
             (Ok(()), None) => {
                 let done = names.len() <= limit;
                 names.truncate(limit);
-                Ok((names, done))
+                Ok(ScannedPage { names: names.into(), done })
             }
         };
         self.record(&result);
@@ -248,4 +271,17 @@ impl Backend {
     fn misbehaved(&self, message: String) -> BackendError {
         BackendError { label: self.label().to_string(), kind: BackendErrorKind::Internal, message }
     }
+}
+
+/// `listing` as a memo question, with the page asked of it if any (its levels are all
+/// strings, so no question of one listing is another's).
+fn asked(listing: &Listing, page: Option<&PageRequest>) -> String {
+    let (kind, levels) = match listing {
+        Listing::Namespaces(parent) => ("n", parent.as_deref().unwrap_or_default()),
+        Listing::Tables(ns) => ("t", ns.as_slice()),
+        Listing::Views(ns) => ("v", ns.as_slice()),
+    };
+    let limit = page.map(|p| p.limit.to_string());
+    let page = page.into_iter().flat_map(|p| [None, limit.as_deref(), p.after.as_deref()]);
+    question([Some(kind)].into_iter().chain(levels.iter().map(|level| Some(level.as_str()))).chain(page))
 }

@@ -9,6 +9,9 @@
 //! used only while the count is still that: a commit that returned before a read is
 //! always seen. A Postgres space may change on another host unseen: nothing is kept for
 //! one. Failures are never kept.
+//!
+//! The pages of a listing the host scans from such a backend's keys are kept the same
+//! way: the scan reads nothing but the space.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -17,19 +20,35 @@ use std::sync::Mutex;
 
 use crate::storage::kv::KvStore;
 
-/// Answers kept at most, per mount and kind of read; past it, all are dropped.
-const MAX_ENTRIES: usize = 4096;
-
-/// Kept answers of one kind of read, by question.
-pub struct ReadMemo<V> {
-    space: KvStore,
-    entries: Mutex<HashMap<String, (u64, V), foldhash::fast::RandomState>>,
+/// What a kept answer weighs against its memo's budget.
+pub trait Weigh {
+    fn weight(&self) -> usize;
 }
 
-impl<V: Clone> ReadMemo<V> {
-    /// A memo over `space`, if its store can tell when it changes.
-    pub fn over(space: &KvStore) -> Option<Self> {
-        space.version().map(|_| Self { space: space.clone(), entries: Mutex::default() })
+/// Kept answers of one kind of read, by question, weighing at most `budget` in all;
+/// past it, all are dropped.
+pub struct ReadMemo<V> {
+    space: KvStore,
+    budget: usize,
+    entries: Mutex<Entries<V>>,
+}
+
+struct Entries<V> {
+    by_question: HashMap<String, (u64, V), foldhash::fast::RandomState>,
+    weight: usize,
+}
+
+impl<V> Default for Entries<V> {
+    fn default() -> Self {
+        Self { by_question: HashMap::default(), weight: 0 }
+    }
+}
+
+impl<V: Clone + Weigh> ReadMemo<V> {
+    /// A memo over `space` whose answers weigh at most `budget`, if its store can tell
+    /// when it changes.
+    pub fn over(space: &KvStore, budget: usize) -> Option<Self> {
+        space.version().map(|_| Self { space: space.clone(), budget, entries: Mutex::default() })
     }
 
     fn version(&self) -> u64 {
@@ -52,19 +71,28 @@ impl<V: Clone> ReadMemo<V> {
     /// the version to keep the answer read now under.
     fn get(&self, question: &str) -> Result<V, u64> {
         let now = self.version();
-        match self.entries.lock().expect("read memo").get(question) {
+        match self.entries.lock().expect("read memo").by_question.get(question) {
             Some((at, answer)) if *at == now => Ok(answer.clone()),
             _ => Err(now),
         }
     }
 
-    /// Keeps `answer` to `question`, read at `version`.
+    /// Keeps `answer` to `question`, read at `version` (unless it alone outweighs the
+    /// budget).
     fn put(&self, question: String, version: u64, answer: V) {
-        let mut entries = self.entries.lock().expect("read memo");
-        if entries.len() >= MAX_ENTRIES && !entries.contains_key(&question) {
-            entries.clear();
+        let weight = question.len() + answer.weight();
+        if weight > self.budget {
+            return;
         }
-        entries.insert(question, (version, answer));
+        let mut entries = self.entries.lock().expect("read memo");
+        if let Some((_, replaced)) = entries.by_question.remove(&question) {
+            entries.weight -= question.len() + replaced.weight();
+        }
+        if entries.weight + weight > self.budget {
+            *entries = Entries::default();
+        }
+        entries.weight += weight;
+        entries.by_question.insert(question, (version, answer));
     }
 }
 
@@ -86,6 +114,12 @@ mod tests {
     use super::*;
     use crate::storage::kv::{RedbStore, Write};
 
+    impl Weigh for i32 {
+        fn weight(&self) -> usize {
+            *self as usize
+        }
+    }
+
     #[test]
     fn questions_differ_whenever_their_parts_do() {
         let q = |parts: &[Option<&str>]| question(parts.iter().copied());
@@ -100,7 +134,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = RedbStore::open(&dir.path().join("m.redb")).unwrap();
         let space = KvStore::Redb(store.space("a").unwrap());
-        let memo = ReadMemo::over(&space).unwrap();
+        let memo = ReadMemo::over(&space, 100).unwrap();
         let version = memo.get("q").unwrap_err();
         memo.put("q".into(), version, 1);
         assert_eq!(memo.get("q"), Ok(1));
@@ -112,5 +146,26 @@ mod tests {
         // An answer read before a change is not kept past it.
         memo.put("q".into(), version, 2);
         assert_eq!(memo.get("q"), Err(later));
+    }
+
+    #[test]
+    fn answers_weigh_at_most_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("m.redb")).unwrap();
+        let memo = ReadMemo::over(&KvStore::Redb(store.space("a").unwrap()), 10).unwrap();
+        let version = memo.get("a").unwrap_err();
+        // Questions weigh their length: "a" and 4, "b" and 4.
+        memo.put("a".into(), version, 4);
+        memo.put("b".into(), version, 4);
+        assert_eq!((memo.get("a"), memo.get("b")), (Ok(4), Ok(4)));
+        // Kept again: weighed once.
+        memo.put("a".into(), version, 4);
+        assert_eq!(memo.entries.lock().unwrap().weight, 10);
+        // One more past the budget: the rest are dropped, the new one kept.
+        memo.put("c".into(), version, 1);
+        assert_eq!((memo.get("a"), memo.get("c")), (Err(version), Ok(1)));
+        // One that alone outweighs the budget is not kept.
+        memo.put("d".into(), version, 10);
+        assert_eq!((memo.get("c"), memo.get("d")), (Ok(1), Err(version)));
     }
 }
