@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::storage::kv::{prefix_end, swap_backoff, Check, Entry, KvError, KvStore, Write};
 
 /// Holds the number of the last change (decimal); rewritten by every change.
-const VERSION: &[u8] = b"authz-version";
+pub(super) const VERSION: &[u8] = b"authz-version";
 const LOG: &str = "authz-log/";
 /// Log entries kept; older ones are deleted by the change that is this many newer.
 const LOG_KEPT: u64 = 4096;
@@ -114,10 +114,11 @@ impl Authorizer {
     }
 
     /// On a shared store, applies the changes other hosts made since this one last
-    /// looked (one read of the version key when there are none).
+    /// looked (one read of the version key when there are none, shared with the
+    /// requests that ask at the same time: `version_reads`).
     pub(super) async fn catch_up(&self) -> Result<Arc<Known>, Error> {
         let held = self.known();
-        let stored = change_number(&self.space.get(VERSION).await.map_err(store_err)?)?;
+        let stored = change_number(&self.version_reads.read(&self.space).await.map_err(store_err)?)?;
         if held.change >= stored {
             return Ok(held);
         }

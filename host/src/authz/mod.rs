@@ -16,6 +16,7 @@ mod changes;
 mod grants;
 mod intents;
 mod state;
+mod version_reads;
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use grants::{Grant, Grantee};
 pub use intents::{Effect, Intent};
 use state::State;
+use version_reads::SharedReads;
 
 use crate::audit::{AuditLog, Decision, Record, Rule, Vend};
 use crate::auth::{Principal, Role};
@@ -133,6 +135,8 @@ pub struct Authorizer {
     known: RwLock<Arc<Known>>,
     /// Changes are applied to memory one at a time.
     applying: tokio::sync::Mutex<()>,
+    /// On a shared store, the reads of the version key, shared by requests that ask at once.
+    version_reads: SharedReads,
     audit: Arc<AuditLog>,
 }
 
@@ -145,6 +149,7 @@ impl Authorizer {
             space,
             known: RwLock::default(),
             applying: tokio::sync::Mutex::new(()),
+            version_reads: SharedReads::of(changes::VERSION),
             audit: Arc::new(AuditLog::off()),
         };
         let loaded = authz.load_all().await?;
