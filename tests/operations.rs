@@ -279,6 +279,36 @@ async fn repeated_loads_call_a_redb_backend_once_until_the_catalog_changes() {
     }
 }
 
+/// A commit to a native table on Postgres reads the table's pointer once: the backend's
+/// read for its compare-and-swap reuses the read that prepared the change (each read
+/// is a round trip). A concurrent change in between still fails the swap, which the
+/// server re-applies (`tests/shared_postgres.rs`).
+#[tokio::test]
+async fn a_commit_on_postgres_reads_the_tables_pointer_once() {
+    let Some(pg) = support::postgres_database().await else { return };
+    let s = Server::start(&format!("[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{pg}\"\nowner = \"default\"\n"));
+    let reads = || {
+        let url = format!("{}/metrics", s.base);
+        async move {
+            let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+            value(&samples(&text), "rustberg_kv_reads_total", &[("store", "postgres")])
+        }
+    };
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["pg", "db"]})).await.0, 200);
+    let created = s.post("/namespaces/pg%1Fdb/tables", json!({"name": "t", "schema": support::schema()})).await;
+    assert_eq!(created.0, 200, "{}", created.1);
+    for n in 0..3 {
+        let before = reads().await;
+        let commit =
+            json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"n": n.to_string()}}]});
+        let (status, body) = s.post("/namespaces/pg%1Fdb/tables/t", commit).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(reads().await - before, 1.0, "commit {n}");
+    }
+    let (status, loaded) = s.get("/namespaces/pg%1Fdb/tables/t").await;
+    assert_eq!((status, &loaded["metadata"]["properties"]["n"]), (200, &json!("2")));
+}
+
 /// A page of a listing the host keeps while the catalog file is unchanged is never
 /// served past a change: a created table is in the next page, a dropped one is gone,
 /// and the page after a token still starts after it.

@@ -152,6 +152,14 @@ pub fn kv_commit(store: &'static str, outcome: &'static str) {
     counter!("rustberg_kv_commits_total", "store" => store, "outcome" => outcome).increment(1);
 }
 
+/// A kv read (a get or a scan) on Postgres (a round trip) or redb.
+pub fn kv_read(postgres: bool) {
+    // Every read counts: the two counters are looked up once.
+    static READS: LazyLock<[Counter; 2]> =
+        LazyLock::new(|| ["redb", "postgres"].map(|store| counter!("rustberg_kv_reads_total", "store" => store)));
+    READS[usize::from(postgres)].increment(1);
+}
+
 /// A durable write transaction on a redb file (one fsync, shared by the commits in it).
 pub fn redb_transaction() {
     static TRANSACTIONS: LazyLock<Counter> = LazyLock::new(|| counter!("rustberg_redb_transactions_total"));

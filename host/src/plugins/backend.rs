@@ -4,6 +4,7 @@
 
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
 use super::builtin;
+use super::change_reads;
 use super::host_state::HostState;
 use super::listings::ScannedPage;
 use super::pool::{CallFuture, Exports, InstancePool};
@@ -23,6 +24,8 @@ pub struct Backend {
     pub(super) memo: Option<Memos>,
     /// Whether a table's create and commit carry its metadata JSON to the backend.
     table_json: bool,
+    /// Whether an attempt at a change may reuse what the backend read (`change_reads`).
+    reuses_reads: bool,
 }
 
 /// The reads a backend's answers are kept for (see `read_memo`).
@@ -104,6 +107,7 @@ impl Backend {
             timings: None,
             memo: None,
             table_json: true,
+            reuses_reads: false,
         })
     }
 
@@ -113,7 +117,8 @@ impl Backend {
     /// pages scanned under them kept while the space is unchanged, where the store can
     /// tell (redb); one that records only a table's location
     /// (`builtin::records_table_location_only`) is sent no metadata JSON on a table's
-    /// create and commit.
+    /// create and commit; one that checks what it read (`builtin::checks_what_it_read`)
+    /// reads a key once per attempt at a change.
     pub fn knowing(self, backend: &str) -> Self {
         let space = self.pool.grants().kv.as_ref().filter(|_| builtin::answers_from_keys_alone(backend));
         let memo = space.and_then(|space| {
@@ -123,7 +128,21 @@ impl Backend {
                 pages: ReadMemo::over(space, PAGES_BUDGET)?,
             })
         });
-        Self { memo, table_json: !builtin::records_table_location_only(backend), ..self }
+        Self {
+            memo,
+            table_json: !builtin::records_table_location_only(backend),
+            reuses_reads: builtin::checks_what_it_read(backend),
+            ..self
+        }
+    }
+
+    /// Runs one attempt at a change (a load and the swap it prepares): a backend that
+    /// checks what it read is answered a key it reads again from its first read.
+    pub async fn attempt<F: std::future::Future>(&self, attempt: F) -> F::Output {
+        if !self.reuses_reads {
+            return attempt.await;
+        }
+        change_reads::within_one_attempt(change_reads::space_of(self.pool.grants()), attempt).await
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.

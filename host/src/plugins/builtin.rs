@@ -32,6 +32,14 @@ pub fn answers_from_keys_alone(backend: &str) -> bool {
     backend == "native"
 }
 
+/// Whether every write of the built-in `backend` is checked against each entry it read
+/// to decide it (its presence, absence or version), so that within one attempt at a
+/// change the host may answer a read again with what it read before (`change_reads`).
+/// A drop-in component is never assumed to.
+pub fn checks_what_it_read(backend: &str) -> bool {
+    backend == "native"
+}
+
 /// Whether the built-in `backend` records only a table's metadata location, so the host
 /// need not send it the table's metadata JSON on a create or commit. A drop-in
 /// component is always sent it.

@@ -13,6 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
+use super::change_reads;
 use super::contract::Granted;
 use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
@@ -178,7 +179,15 @@ impl types::Host for HostState {}
 impl kv::Host for HostState {
     async fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<kv::Entry>, WitError>> {
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
-        Ok(space.get(&key).await.map(|e| e.map(entry)).map_err(kv_error))
+        let this = change_reads::space_of(&self.grants);
+        if let Some(read) = change_reads::read_before(this, &key) {
+            return Ok(Ok(read.map(entry)));
+        }
+        let read = space.get(&key).await.map_err(kv_error);
+        if let Ok(read) = &read {
+            change_reads::note(this, &key, read);
+        }
+        Ok(read.map(|e| e.map(entry)))
     }
 
     async fn scan(
@@ -212,6 +221,7 @@ impl kv::Host for HostState {
         let writes: Vec<store::Write> =
             writes.into_iter().map(|w| store::Write { key: w.key, value: w.value }).collect();
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
+        change_reads::forget(change_reads::space_of(&self.grants));
         Ok(space.commit(&checks, &writes).await.map_err(kv_error))
     }
 }

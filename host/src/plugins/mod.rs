@@ -12,11 +12,13 @@
 //! - `listings`: a backend's listings, scanned by the host from its keys where it
 //!   exports `key-listings`.
 //! - `read_memo`: a backend's answers kept while its key space is unchanged.
+//! - `change_reads`: a backend's reads reused within one attempt at a change.
 //! - `builtin`: the components shipped inside the binary.
 
 mod backend;
 pub mod bindings;
 pub mod builtin;
+mod change_reads;
 mod component_cache;
 pub mod contract;
 mod guest_output;

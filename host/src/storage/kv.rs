@@ -50,6 +50,7 @@ pub enum KvStore {
 impl KvStore {
     /// Reads one key.
     pub async fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
+        self.count_read();
         match self {
             KvStore::Redb(s) => s.get(key),
             KvStore::Postgres(s) => s.get(key).await,
@@ -68,6 +69,7 @@ impl KvStore {
 
     /// Reads up to `limit` keys in [start, end).
     pub async fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<Vec<Entry>, KvError> {
+        self.count_read();
         match self {
             KvStore::Redb(s) => s.scan(start, end, limit),
             KvStore::Postgres(s) => s.scan(start, end, limit).await,
@@ -83,10 +85,16 @@ impl KvStore {
         limit: usize,
         each: impl FnMut(&[u8]),
     ) -> Result<(), KvError> {
+        self.count_read();
         match self {
             KvStore::Redb(s) => s.scan_keys(start, end, limit, each),
             KvStore::Postgres(s) => s.scan_keys(start, end, limit, each).await,
         }
+    }
+
+    /// Counts a read (for Postgres, a round trip) in the store's metric.
+    fn count_read(&self) {
+        crate::telemetry::kv_read(matches!(self, KvStore::Postgres(_)));
     }
 
     /// Applies every write if every check holds, atomically and durably.

@@ -275,8 +275,16 @@ pub async fn commit(
         if attempt > 0 {
             tokio::time::sleep(crate::storage::kv::swap_backoff(attempt)).await;
         }
-        let prepared = prepare(mount, ident, requirements, updates).await?;
-        match mount.backend.commit_table(ident.clone(), prepared.expected.clone(), prepared.new.clone()).await {
+        let (prepared, swapped) = mount
+            .backend
+            .attempt(async {
+                let prepared = prepare(mount, ident, requirements, updates).await?;
+                let swapped =
+                    mount.backend.commit_table(ident.clone(), prepared.expected.clone(), prepared.new.clone()).await;
+                Ok::<_, Error>((prepared, swapped))
+            })
+            .await?;
+        match swapped {
             Ok(()) => return Ok(prepared.committed),
             Err(e) if e.kind.did_not_apply() => {
                 prepared.undo(mount, warehouse).await;
@@ -373,6 +381,11 @@ pub struct TableChange {
 /// swaps every pointer, or none. A refusal answers 409 and leaves no file behind; an
 /// unknown outcome keeps the files.
 pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
+    mount.backend.attempt(transaction_attempt(mount, changes)).await
+}
+
+/// One attempt at a transaction (there is no retry: a lost swap is 409).
+async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
     let warehouse = mount.warehouse()?;
     let mut prepared = Vec::with_capacity(changes.len());
     let mut outcome = Ok(());
