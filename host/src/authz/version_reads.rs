@@ -80,8 +80,8 @@ mod tests {
         String::from_utf8(read.unwrap().unwrap().value).unwrap()
     }
 
-    /// Many readers at once share reads, and each sees every write that returned
-    /// before it asked.
+    /// Readers asking at once each see every write that returned before they asked,
+    /// and no read is left queued once they are answered.
     #[tokio::test]
     async fn a_shared_read_sees_every_write_that_returned_before_it_was_asked_for() {
         let dir = tempfile::tempdir().unwrap();
