@@ -69,6 +69,12 @@ fn main() {
     for (package, file) in COMPONENTS {
         let from = built.join(format!("{}.wasm", package.replace('-', "_")));
         copy(&from, &out_dir.join(file));
+        // Its SHA-256 beside it: the compiled-component cache's key, so a start need
+        // not hash the bytes embedded in the binary.
+        let bytes = std::fs::read(&from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display()));
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+        std::fs::write(out_dir.join(format!("{file}.sha256")), digest)
+            .unwrap_or_else(|e| panic!("writing the digest of {file}: {e}"));
     }
     println!("cargo:rustc-env=RUSTBERG_COMPONENTS_DIR={}", out_dir.display());
     pack_relative_relocations();

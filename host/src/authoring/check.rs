@@ -4,7 +4,6 @@
 use std::io::Write;
 
 use anyhow::anyhow;
-use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::plugins::contract::{self, Granted, HOST_VERSION};
@@ -35,8 +34,8 @@ pub async fn check(
     let compiled = runtime.compile(wasm.clone(), component).await.map_err(|e| anyhow!(e))?;
     let (imports, exports) = runtime.interface(&compiled);
 
-    let digest = Sha256::digest(&wasm);
-    writeln!(out, "component  {component} ({} bytes, sha256 {:x})", wasm.len(), digest)?;
+    let digest: String = wasm.digest().iter().map(|b| format!("{b:02x}")).collect();
+    writeln!(out, "component  {component} ({} bytes, sha256 {digest})", wasm.len())?;
     let built = contract::export_verdict(exports.iter().map(String::as_str));
     match &built {
         Ok(version) => {

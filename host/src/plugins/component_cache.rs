@@ -6,9 +6,10 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::Engine;
+
+use super::builtin::Wasm;
 
 pub struct ComponentCache {
     engine: Engine,
@@ -25,8 +26,7 @@ impl ComponentCache {
         Self { engine: engine.clone(), dir, max_bytes, engine_hash: hasher.finish() }
     }
 
-    fn file(&self, wasm: &[u8]) -> PathBuf {
-        let digest = Sha256::digest(wasm);
+    fn file(&self, digest: &[u8; 32]) -> PathBuf {
         self.dir.join(format!(
             "{}-{:016x}.cwasm",
             base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, &digest[..16]),
@@ -36,8 +36,8 @@ impl ComponentCache {
 
     /// The compiled component: from the cache, or compiled now and stored (saying how
     /// long it took, for `label`).
-    pub fn component(&self, wasm: &[u8], label: &str) -> wasmtime::Result<Component> {
-        let file = self.file(wasm);
+    pub fn component(&self, wasm: &Wasm, label: &str) -> wasmtime::Result<Component> {
+        let file = self.file(wasm.digest());
         if file.exists() {
             // SAFETY: only this cache writes `.cwasm` files under names that carry the
             // digest of the source and the engine's compatibility hash; wasmtime checks
@@ -130,14 +130,15 @@ mod tests {
     fn one_compile_serves_every_cache_user_and_the_oldest_entries_go_first() {
         let dir = tempfile::tempdir().unwrap();
         let engine = engine();
+        let empty = Wasm::new(EMPTY.to_vec());
         let cache = ComponentCache::new(&engine, dir.path().into(), u64::MAX);
-        cache.component(EMPTY, "test").unwrap();
+        cache.component(&empty, "test").unwrap();
         let first = cwasm_files(dir.path());
         assert_eq!(first.len(), 1);
         // A second user of the folder (another data directory) finds it.
         let other = ComponentCache::new(&engine, dir.path().into(), u64::MAX);
-        assert_eq!(other.file(EMPTY), first[0]);
-        other.component(EMPTY, "test").unwrap();
+        assert_eq!(other.file(empty.digest()), first[0]);
+        other.component(&empty, "test").unwrap();
         assert_eq!(cwasm_files(dir.path()), first);
 
         // Stale entries of other components: the oldest is evicted first, the newest stays.
@@ -151,7 +152,7 @@ mod tests {
         }
         std::fs::remove_file(&first[0]).unwrap();
         let tight = ComponentCache::new(&engine, dir.path().into(), 2 * size + size / 2);
-        tight.component(EMPTY, "test").unwrap();
+        tight.component(&empty, "test").unwrap();
         let left = cwasm_files(dir.path());
         assert!(!left.contains(&old), "the entry used longest ago is evicted: {left:?}");
         assert!(left.contains(&recent) && left.contains(&first[0]), "{left:?}");

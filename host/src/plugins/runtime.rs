@@ -9,6 +9,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::bindings::{CatalogHost, CatalogHostPre};
+use super::builtin::Wasm;
 use super::component_cache::ComponentCache;
 use super::contract::{self, Granted};
 use super::host_state::{Grants, HostState};
@@ -89,7 +90,7 @@ impl Runtime {
     }
 
     /// Compiles a component, or loads it from the cache.
-    pub async fn compile(&self, wasm: Arc<[u8]>, label: &str) -> Result<wasmtime::component::Component, String> {
+    pub async fn compile(&self, wasm: Wasm, label: &str) -> Result<wasmtime::component::Component, String> {
         let cache = self.cache.clone();
         let label = label.to_string();
         tokio::task::spawn_blocking(move || cache.component(&wasm, &label))
@@ -108,7 +109,7 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) a component and checks its imports and exports
     /// against the contract and what is granted: what `load` checks, without loading.
-    pub async fn check(&self, wasm: Arc<[u8]>, label: &str, granted: Granted) -> Result<Component, String> {
+    pub async fn check(&self, wasm: Wasm, label: &str, granted: Granted) -> Result<Component, String> {
         let component = self.compile(wasm, label).await?;
         let (imports, exports) = self.interface(&component);
         contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
@@ -117,12 +118,7 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) a component, checks its imports and exports
     /// against the contract and what the mount grants, and prepares a warm pool for it.
-    pub async fn load(
-        &self,
-        wasm: Arc<[u8]>,
-        grants: Grants,
-        limits: PluginLimits,
-    ) -> Result<InstancePool, BackendError> {
+    pub async fn load(&self, wasm: Wasm, grants: Grants, limits: PluginLimits) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
         let component = self.check(wasm, &label, grants.granted()).await.map_err(fail)?;

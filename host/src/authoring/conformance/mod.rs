@@ -6,13 +6,13 @@
 mod cases;
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
 use crate::config::{CatalogUrl, Config, MountConfig};
 use crate::mounts::mount_grants;
+use crate::plugins::builtin::Wasm;
 use crate::plugins::{Backend, BackendErrorKind, Grants, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use cases::{Fixture, Needs, CASES};
@@ -31,7 +31,7 @@ pub enum Target {
 }
 
 /// Runs the suite, writing the report to `out`. Ok(true) when no case failed.
-pub async fn run(wasm: Arc<[u8]>, target: Target, config: &Config, out: &mut impl Write) -> anyhow::Result<bool> {
+pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Write) -> anyhow::Result<bool> {
     let (name, limits) = match &target {
         Target::EphemeralKv => ("conformance".to_string(), config.plugins.clone()),
         Target::Mount { name, .. } => (name.clone(), config.plugin_limits(name)),
