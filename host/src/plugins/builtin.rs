@@ -6,6 +6,9 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 /// A built-in component's bytes and their SHA-256, both written by host/build.rs.
+type Embedded = (&'static [u8], &'static [u8; 32]);
+
+/// The [`Embedded`] component `file` of host/build.rs's output.
 macro_rules! built {
     ($file:literal) => {
         (
@@ -16,17 +19,17 @@ macro_rules! built {
 }
 
 /// The native backend, built from `plugins/native` by host/build.rs.
-static NATIVE: (&[u8], &[u8; 32]) = built!("native.wasm");
+static NATIVE: Embedded = built!("native.wasm");
 /// The rest backend, built from `plugins/rest`.
-static REST: (&[u8], &[u8; 32]) = built!("rest.wasm");
+static REST: Embedded = built!("rest.wasm");
 /// The AWS Glue backend, built from `plugins/glue`.
-static GLUE: (&[u8], &[u8; 32]) = built!("glue.wasm");
+static GLUE: Embedded = built!("glue.wasm");
 /// The Amazon S3 Tables backend, built from `plugins/s3tables`.
-static S3TABLES: (&[u8], &[u8; 32]) = built!("s3tables.wasm");
+static S3TABLES: Embedded = built!("s3tables.wasm");
 
 /// The built-in components by name: their bytes and digest, and what a mount grants
 /// them unless it says otherwise (`grants`).
-const BUILTINS: &[(&str, &(&[u8], &[u8; 32]), &[&str])] = &[
+const BUILTINS: &[(&str, &Embedded, &[&str])] = &[
     ("native", &NATIVE, &["kv"]),
     ("rest", &REST, &["http"]),
     ("glue", &GLUE, &["http"]),
