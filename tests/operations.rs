@@ -38,6 +38,12 @@ async fn a_request_id_is_returned_and_carried_by_the_requests_log_lines() {
         let (_, echoed) = create(&s, "fine3", Some(unfit)).await;
         assert!(echoed != unfit && echoed.len() > 12 && echoed.len() <= 128, "{unfit:?} came back as {echoed:?}");
     }
+    // A request no route matches gets its id back too, with its error.
+    let unrouted =
+        s.client.get(format!("{}/v2/nowhere", s.base)).header("X-Request-Id", "lost-1").send().await.unwrap();
+    assert_eq!(unrouted.status(), 404);
+    assert_eq!(unrouted.headers().get("x-request-id").unwrap(), "lost-1");
+    assert_eq!(unrouted.json::<Value>().await.unwrap()["error"]["type"], "NotFoundException");
     let (status, echoed) = create(&s, "trap", Some("trace-me-42")).await;
     assert_eq!((status, echoed.as_str()), (500, "trace-me-42"));
     let log = s.output_once_it_says("the backend trapped");

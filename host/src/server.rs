@@ -6,10 +6,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::serve::ListenerExt;
 use rand::RngCore;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 
 use crate::api::idempotency::Idempotency;
-use crate::api::{self, AppState, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+use crate::api::{self, AppState, RequestIds, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
 use crate::audit::AuditLog;
 use crate::auth::{minted_admin, Authenticator, Directory, Oidc, OidcIdentity, Principal, TokenIssuer};
 use crate::authz::Authorizer;
@@ -207,7 +206,16 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     if settled + left > 0 {
         println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
     }
-    Ok(AppState { mounts, tokens, endpoints, auth, authz, idempotency: Arc::new(Idempotency::new(host)), vendor })
+    Ok(AppState {
+        mounts,
+        tokens,
+        endpoints,
+        auth,
+        authz,
+        idempotency: Arc::new(Idempotency::new(host)),
+        vendor,
+        request_ids: RequestIds::new(),
+    })
 }
 
 /// Keeps each warehouse from reaching into the warehouses of other mounts nested in it.
@@ -255,15 +263,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     println!("rustberg: listening on http://{addr} (Iceberg REST catalog at http://{addr}/v1)");
-    // Outermost first: give the request an id (its span is opened by the route's
-    // layer, `api::observed`), return the id. Around the router, not inside it: a
-    // router's layers wrap every route one by one and are cloned with it on every
-    // request.
-    let app = tower::ServiceBuilder::new()
-        .map_request(unfit_request_id_dropped)
-        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .service(api::router(state));
+    let app = api::router(state);
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // A response goes out as soon as it is written: its last small part (a load's body
@@ -273,10 +273,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
-    let server = axum::serve(listener, axum::ServiceExt::<axum::extract::Request>::into_make_service(app))
-        .with_graceful_shutdown(async {
-            let _ = stopped.await;
-        });
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        let _ = stopped.await;
+    });
     let mut server = std::pin::pin!(server.into_future());
     tokio::select! {
         result = &mut server => return Ok(result?),
@@ -290,51 +289,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     println!("rustberg: stopped");
     Ok(())
-}
-
-/// The longest request id a client may choose.
-const REQUEST_ID_MAX: usize = 128;
-
-/// Drops a client's `X-Request-Id` that is too long or holds anything but letters,
-/// digits and `-_.:`: it goes into every log and audit line of the request, where a
-/// forged structure or a megabyte of it has no place. The request then gets one of ours.
-fn unfit_request_id_dropped<B>(mut request: http::Request<B>) -> http::Request<B> {
-    let fit = |id: &http::HeaderValue| {
-        let id = id.as_bytes();
-        !id.is_empty()
-            && id.len() <= REQUEST_ID_MAX
-            && id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
-    };
-    if request.headers().get("x-request-id").is_some_and(|id| !fit(id)) {
-        request.headers_mut().remove("x-request-id");
-    }
-    request
-}
-
-/// Request ids for requests that bring none: this process's random prefix and a
-/// counter — unique like a UUID across hosts, without asking the OS for randomness
-/// on every request.
-#[derive(Clone)]
-struct RequestIds {
-    prefix: Arc<str>,
-    next: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl RequestIds {
-    fn new() -> Self {
-        Self { prefix: uuid::Uuid::new_v4().simple().to_string()[..12].into(), next: Default::default() }
-    }
-}
-
-impl MakeRequestId for RequestIds {
-    fn make_request_id<B>(&mut self, _: &http::Request<B>) -> Option<RequestId> {
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut id = String::with_capacity(self.prefix.len() + 17);
-        id.push_str(&self.prefix);
-        id.push('-');
-        let _ = std::fmt::Write::write_fmt(&mut id, format_args!("{n:x}"));
-        http::HeaderValue::try_from(id).ok().map(RequestId::new)
-    }
 }
 
 /// Resolves on SIGTERM or SIGINT, saying which.

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 
 use axum::extract::{FromRequestParts, Path, State as AxState};
 use axum::http::request::Parts;
+use axum::http::HeaderName;
 use axum::Extension;
 
 use super::members::{self, Kind};
@@ -21,7 +22,7 @@ use crate::storage::vending::{DataAccess, Refusal, Vended};
 use crate::tables;
 
 /// The header a client sends to ask for vended credentials or remote signing.
-pub const ACCESS_DELEGATION: &str = "x-iceberg-access-delegation";
+pub const ACCESS_DELEGATION: HeaderName = HeaderName::from_static("x-iceberg-access-delegation");
 
 /// The access delegation the client asked for, as sent (an extractor: the header
 /// alone, not a copy of every header).

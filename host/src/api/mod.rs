@@ -16,6 +16,7 @@ mod namespaces;
 mod oauth;
 mod observed;
 mod pipeline;
+mod request_id;
 mod scan;
 mod tables;
 mod views;
@@ -37,6 +38,7 @@ use crate::paging::PageTokens;
 use crate::storage::vending::Vendor;
 
 pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+pub use request_id::RequestIds;
 
 /// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
 pub const PREFIX: &str = "catalog";
@@ -52,6 +54,8 @@ pub struct AppState {
     pub idempotency: Arc<idempotency::Idempotency>,
     /// Storage credentials for the tables of every warehouse the server manages.
     pub vendor: Vendor,
+    /// Ids for the requests that bring none.
+    pub request_ids: RequestIds,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -96,7 +100,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ready", get(health::ready))
         .route("/metrics", get(health::metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::open));
-    Router::new().merge(authenticated).merge(open).fallback(endpoints::fallback).with_state(state)
+    Router::new().merge(authenticated).merge(open).fallback(pipeline::unrouted).with_state(state)
 }
 
 /// A JSON body whose rejection is a `BadRequestException` in the error model.

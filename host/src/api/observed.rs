@@ -1,7 +1,7 @@
-//! Observation: every routed request counted and timed by its route template, method,
-//! status and mount (`telemetry::http_request`), and run in its span (its request id,
-//! for the log lines it causes) with the context its audit records name
-//! (`audit::RequestContext`).
+//! Observation: every request given its id (`request_id`), counted and timed by its
+//! route template, method, status and mount (`telemetry::http_request`), and run in
+//! its span (its request id, for the log lines it causes) with the context its audit
+//! records name (`audit::RequestContext`); the response returns the id.
 
 use std::future::Future;
 use std::time::Instant;
@@ -10,6 +10,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
 use tracing::Instrument;
 
+use super::request_id::X_REQUEST_ID;
 use super::AppState;
 use crate::audit::RequestContext;
 use crate::telemetry;
@@ -23,24 +24,25 @@ where
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_label(request.method());
     let mount = mount_of(state, request.uri());
-    let request_id = request.headers().get("x-request-id").cloned();
-    let span = request_span(request_id.as_ref());
-    let context = RequestContext { method, route: route.clone(), request_id };
+    let request_id = state.request_ids.of(request.headers());
+    let span = request_span(&request_id);
+    let context = RequestContext { method, route: route.clone(), request_id: Some(request_id.clone()) };
     let started = Instant::now();
-    let response = context.scope(run(request)).instrument(span).await;
+    let mut response = context.scope(run(request)).instrument(span).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     telemetry::http_request(route, method, response.status().as_u16(), mount, started.elapsed());
+    response.headers_mut().insert(X_REQUEST_ID, request_id);
     response
 }
 
 /// The span of one request, carried by every log line it causes: its id. (One field:
 /// the span is made for every request, and formatting it is most of its cost.)
-fn request_span(id: Option<&axum::http::HeaderValue>) -> tracing::Span {
-    let id = id.and_then(|v| v.to_str().ok()).unwrap_or_default();
+fn request_span(id: &axum::http::HeaderValue) -> tracing::Span {
+    let id = id.to_str().unwrap_or_default();
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
     // Displayed, not debugged: the id was checked to need no escaping
-    // (`server::unfit_request_id_dropped`), and a `str` field would be escaped
+    // (`request_id::RequestIds::of`), and a `str` field would be escaped
     // character by character on every request.
     tracing::error_span!("request", request_id = %id)
 }
@@ -56,12 +58,18 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 /// The mount a request addresses: the first level of its `{namespace}` segment (or of
 /// `?parent=`), `root` when no mount claims it, `-` when it names no namespace.
 fn mount_of<'a>(state: &'a AppState, uri: &axum::http::Uri) -> &'a str {
-    let segment = uri
-        .path()
-        .split('/')
-        .skip_while(|s| *s != "namespaces")
-        .nth(1)
-        .map(|raw| percent_encoding::percent_decode_str(raw).decode_utf8_lossy());
+    // Nearly every such path starts with the catalog's prefix: a comparison, where
+    // searching the path for the segment costs a thousand instructions a request.
+    let path = uri.path();
+    let after = path
+        .strip_prefix("/v1/")
+        .and_then(|p| p.strip_prefix(super::PREFIX))
+        .and_then(|p| p.strip_prefix("/namespaces/"))
+        .or_else(|| path.split_once("/namespaces/").map(|(_, after)| after));
+    let segment = after.map(|after| {
+        let raw = after.split_once('/').map_or(after, |(segment, _)| segment);
+        percent_encoding::percent_decode_str(raw).decode_utf8_lossy()
+    });
     let parent = || url::form_urlencoded::parse(uri.query()?.as_bytes()).find(|(k, _)| k == "parent").map(|(_, v)| v);
     let Some(namespace) = segment.or_else(parent) else { return "-" };
     let first = namespace.split('\u{1f}').next().unwrap_or_default();

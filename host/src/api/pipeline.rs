@@ -3,7 +3,8 @@
 //! on every request, and a layer's call clones every layer inside it again; so the
 //! steps are plain functions called in order from one `from_fn` layer, not a stack.
 //!
-//! - open routes (the token endpoint, the probes): observed;
+//! - open routes (the token endpoint, the probes), and a request no route matched:
+//!   observed;
 //! - every other route: observed, authenticated, then, if it may change something,
 //!   detached from its connection and replayed when its Idempotency-Key was seen.
 
@@ -12,8 +13,16 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{detach, idempotency, observed, State};
+use super::{detach, endpoints, idempotency, observed, State};
 use crate::auth::Caller;
+
+/// A request no route matched: observed, then answered by `endpoints::fallback`.
+pub async fn unrouted(axum::extract::State(state): State, request: Request) -> Response {
+    observed::observe(&state, request, |request| async move {
+        endpoints::fallback(request.method().clone(), request.uri().clone()).await.into_response()
+    })
+    .await
+}
 
 /// The layer of the open routes.
 pub async fn open(axum::extract::State(state): State, request: Request, next: Next) -> Response {

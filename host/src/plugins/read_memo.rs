@@ -14,7 +14,6 @@
 //! way: the scan reads nothing but the space.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Mutex;
 
@@ -99,10 +98,15 @@ impl<V: Clone + Weigh> ReadMemo<V> {
 /// A question as a memo key: each part length-prefixed, so no two questions share one
 /// (names may hold any character), `None` apart from every string.
 pub fn question<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> String {
-    let mut key = String::new();
+    // Most questions fit: growing the key part by part reallocated it several times.
+    let mut key = String::with_capacity(96);
     for part in parts {
         match part {
-            Some(part) => _ = write!(key, "{}:{part}", part.len()),
+            Some(part) => {
+                key.push_str(itoa::Buffer::new().format(part.len()));
+                key.push(':');
+                key.push_str(part);
+            }
             None => key.push('-'),
         }
     }
