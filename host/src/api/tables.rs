@@ -147,7 +147,9 @@ pub async fn load(
         .into_response());
     }
     let location = tables::location(mount, &loaded.held)?;
-    let vended = credentials::vend(&state, &caller, mount, &parse_namespace(&raw)?, &ident.name, &location).await;
+    let ns = parse_namespace(&raw)?;
+    // Boxed: vending's future would size every load's, and most loads vend nothing.
+    let vended = Box::pin(credentials::vend(&state, &caller, mount, &ns, &ident.name, &location)).await;
     let (config, storage_credentials) = with_vended(&pointer.config, vended);
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),

@@ -145,7 +145,8 @@ impl Directory {
             return Ok(Some(p.clone()));
         }
         let key = format!("{PRINCIPAL}{name}");
-        match self.space.get(key.as_bytes()).await.map_err(store_err)? {
+        // Boxed: a store read would size the future of every request that authenticates.
+        match Box::pin(self.space.get(key.as_bytes())).await.map_err(store_err)? {
             Some(entry) => serde_json::from_slice(&entry.value)
                 .map(|p| Some(Arc::new(p)))
                 .map_err(|e| Error::Internal(format!("stored principal {name} is corrupt: {e}"))),

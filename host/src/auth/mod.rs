@@ -109,7 +109,8 @@ impl Authenticator {
             }
         }
         let verified = Arc::new(match &self.oidc {
-            Some(oidc) if !tokens::is_self_issued(token) => oidc.verify(token).await?,
+            // Boxed: fetching the issuer's keys would size every request's future.
+            Some(oidc) if !tokens::is_self_issued(token) => Box::pin(oidc.verify(token)).await?,
             _ => self.issuer.verify(token)?,
         });
         let mut memory = self.verified.lock().expect("token memory");

@@ -75,6 +75,21 @@ impl Resource {
         }
     }
 
+    /// The name of a table or view; a namespace has none.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Resource::Namespace(_) => None,
+            Resource::Table { name, .. } | Resource::View { name, .. } => Some(name),
+        }
+    }
+
+    pub fn into_name(self) -> Option<String> {
+        match self {
+            Resource::Namespace(_) => None,
+            Resource::Table { name, .. } | Resource::View { name, .. } => Some(name),
+        }
+    }
+
     /// Whether a grant on `self` applies to `other`.
     pub fn covers(&self, other: &Resource) -> bool {
         match self {
@@ -176,7 +191,8 @@ impl Authorizer {
     /// The current state: on a shared store, with other hosts' changes applied.
     async fn current(&self) -> Result<Arc<Known>, Error> {
         if self.shared() {
-            self.catch_up().await
+            // Boxed: a read of the change log would size every request's future.
+            Box::pin(self.catch_up()).await
         } else {
             Ok(self.known())
         }

@@ -202,10 +202,11 @@ impl Backend {
     /// Loads a table pointer (forwarding the client's access-delegation header), or
     /// gives the answer kept since the key space last changed.
     pub async fn load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
-        let Some(memo) = &self.memo else { return self.call_load_table(table, delegation).await };
+        // Boxed: a guest call's future is kilobytes, and would size every load's.
+        let Some(memo) = &self.memo else { return Box::pin(self.call_load_table(table, delegation)).await };
         let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
         let asked = question(parts.chain([delegation.as_deref()]));
-        memo.tables.answer(asked, self.call_load_table(table, delegation)).await
+        memo.tables.answer(asked, || Box::pin(self.call_load_table(table, delegation))).await
     }
 
     /// Loads a table pointer from the backend itself.

@@ -191,10 +191,10 @@ impl Backend {
     /// the one kept since the space last changed.
     async fn list_keys(&self, space: &KvStore, listing: &Listing, page: &PageRequest) -> Result<Listed, BackendError> {
         let prefix = self.prefix(listing).await?;
-        let scan = self.scan_names(space, &prefix, page);
+        let scan = || self.scan_names(space, &prefix, page);
         let scanned = match &self.memo {
             Some(memo) => memo.pages.answer(asked(listing, Some(page)), scan).await?,
-            None => scan.await?,
+            None => scan().await?,
         };
         let items = scanned.names.iter().map(|name| ListedItem { name: Some(name.clone()), cursor: None }).collect();
         Ok(Listed { items, done: scanned.done })
@@ -203,7 +203,7 @@ impl Backend {
     /// The prefix `listing` is keyed under, or the one kept since the space last changed.
     async fn prefix(&self, listing: &Listing) -> Result<Vec<u8>, BackendError> {
         let Some(memo) = &self.memo else { return self.call_prefix(listing).await };
-        memo.prefixes.answer(asked(listing, None), self.call_prefix(listing)).await
+        memo.prefixes.answer(asked(listing, None), || self.call_prefix(listing)).await
     }
 
     /// Asks the backend for the prefix `listing` is keyed under.

@@ -56,12 +56,17 @@ impl<V: Clone + Weigh> ReadMemo<V> {
 
     /// The answer kept for `question` if nothing changed since it was read, else the
     /// one `read` gives, kept under the version read before it (a failure is not kept).
-    pub async fn answer<E>(&self, question: String, read: impl Future<Output = Result<V, E>>) -> Result<V, E> {
+    /// (`read` makes the future only when it is needed: a backend call's future is
+    /// large, and making it to drop it unpolled was most of what a kept answer cost.)
+    pub async fn answer<E, F>(&self, question: String, read: impl FnOnce() -> F) -> Result<V, E>
+    where
+        F: Future<Output = Result<V, E>>,
+    {
         let version = match self.get(&question) {
             Ok(kept) => return Ok(kept),
             Err(version) => version,
         };
-        let answer = read.await?;
+        let answer = read().await?;
         self.put(question, version, answer.clone());
         Ok(answer)
     }

@@ -132,7 +132,8 @@ async fn held(
         false => Bytes::from(returned),
         true => {
             let files = files.ok_or_else(|| unusable(format!("was not returned, and {no_files}")))?;
-            read(files, location).await.map_err(|why| unusable(format!("was not returned and {why}")))?
+            // Boxed: reading a file would size the future of every load.
+            Box::pin(read(files, location)).await.map_err(|why| unusable(format!("was not returned and {why}")))?
         }
     };
     let recorded = locations::recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
