@@ -1,6 +1,6 @@
 //! Request and response bodies of the REST API, as the spec names their fields.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use iceberg::spec::{Schema, SortOrder, UnboundPartitionSpec};
 use iceberg::{TableRequirement, TableUpdate};
 use serde::{Deserialize, Serialize};
@@ -130,15 +130,18 @@ pub struct TableResult<'a> {
 
 impl IntoResponse for TableResult<'_> {
     fn into_response(self) -> Response {
-        let mut head = Vec::with_capacity(256);
-        head.push(b'{');
+        // The parts around the metadata share one buffer: one allocation, and one more
+        // when it is split (a `Vec` whose length is not its capacity costs the same
+        // when it becomes `Bytes`).
+        let mut head = BytesMut::with_capacity(512);
+        head.put_u8(b'{');
         if let Some(location) = self.metadata_location {
             head.extend_from_slice(b"\"metadata-location\":");
             write_json_string(&mut head, location);
-            head.push(b',');
+            head.put_u8(b',');
         }
         head.extend_from_slice(b"\"metadata\":");
-        let mut tail = Vec::with_capacity(256);
+        let mut tail = head.split_off(head.len());
         if let Some(config) = self.config {
             tail.extend_from_slice(b",\"config\":");
             write_config(&mut tail, config);
@@ -147,52 +150,60 @@ impl IntoResponse for TableResult<'_> {
             tail.extend_from_slice(b",\"storage-credentials\":");
             tail.extend_from_slice(self.storage_credentials.as_bytes());
         }
-        tail.push(b'}');
-        let body = Parts::new([Bytes::from(head), self.metadata_json, Bytes::from(tail)]);
+        tail.put_u8(b'}');
+        let body = Parts::new([head.freeze(), self.metadata_json, tail.freeze()]);
         ([(CONTENT_TYPE, "application/json")], Body::new(body)).into_response()
     }
 }
 
 /// Writes `s` as a JSON string: as it is when nothing in it needs escaping (a
 /// location, a config value), which is checked far faster than escaping goes.
-pub(super) fn write_json_string(out: &mut Vec<u8>, s: &str) {
+pub(super) fn write_json_string(out: &mut impl BufMut, s: &str) {
     // A fold, not `all`: with no early exit the check is vectorized.
     let needs_escape = s.bytes().fold(false, |found, b| found | (b < 0x20) | (b == b'"') | (b == b'\\'));
     if !needs_escape {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        out.put_u8(b'"');
+        out.put_slice(s.as_bytes());
+        out.put_u8(b'"');
     } else {
-        serde_json::to_writer(&mut *out, s).expect("a string serializes");
+        serde_json::to_writer(out.writer(), s).expect("a string serializes");
     }
 }
 
 /// Writes config pairs as a JSON object, in the order given, a key given twice
 /// taking its last value (as a map built from them would).
-fn write_config(out: &mut Vec<u8>, pairs: &[(String, String)]) {
-    out.push(b'{');
+fn write_config(out: &mut impl BufMut, pairs: &[(String, String)]) {
+    out.put_u8(b'{');
     let mut first = true;
     for (i, (key, value)) in pairs.iter().enumerate() {
         if pairs[i + 1..].iter().any(|(later, _)| later == key) {
             continue;
         }
         if !first {
-            out.push(b',');
+            out.put_u8(b',');
         }
         first = false;
         write_json_string(out, key);
-        out.push(b':');
+        out.put_u8(b':');
         write_json_string(out, value);
     }
-    out.push(b'}');
+    out.put_u8(b'}');
 }
 
-/// A body sent as a few buffers, its length known (so it goes with a Content-Length).
-struct Parts(VecDeque<Bytes>);
+/// A body sent as three buffers, its length known (so it goes with a Content-Length).
+struct Parts {
+    parts: [Bytes; 3],
+    /// The first part not yet sent.
+    next: usize,
+}
 
 impl Parts {
-    fn new(parts: impl IntoIterator<Item = Bytes>) -> Self {
-        Self(parts.into_iter().filter(|p| !p.is_empty()).collect())
+    fn new(parts: [Bytes; 3]) -> Self {
+        Self { parts, next: 0 }
+    }
+
+    fn left(&self) -> &[Bytes] {
+        &self.parts[self.next..]
     }
 }
 
@@ -204,15 +215,24 @@ impl http_body::Body for Parts {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.0.pop_front().map(|part| Ok(http_body::Frame::data(part))))
+        // Empty parts are skipped: an empty frame is no data to a client.
+        while self.next < self.parts.len() {
+            let next = self.next;
+            self.next += 1;
+            let part = std::mem::take(&mut self.parts[next]);
+            if !part.is_empty() {
+                return Poll::Ready(Some(Ok(http_body::Frame::data(part))));
+            }
+        }
+        Poll::Ready(None)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_empty()
+        self.left().iter().all(Bytes::is_empty)
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.0.iter().map(|p| p.len() as u64).sum())
+        http_body::SizeHint::with_exact(self.left().iter().map(|p| p.len() as u64).sum())
     }
 }
 

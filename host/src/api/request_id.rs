@@ -18,13 +18,18 @@ const REQUEST_ID_MAX: usize = 128;
 /// prefix and a counter — unique like a UUID across hosts, without asking the OS for
 /// randomness on every request.
 pub struct RequestIds {
-    prefix: String,
+    prefix: [u8; PREFIX_LEN],
     next: AtomicU64,
 }
 
+/// The random prefix's length, in hex digits.
+const PREFIX_LEN: usize = 12;
+
 impl RequestIds {
     pub fn new() -> Self {
-        Self { prefix: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(), next: AtomicU64::new(0) }
+        let mut prefix = [0u8; PREFIX_LEN];
+        prefix.copy_from_slice(&uuid::Uuid::new_v4().simple().to_string().as_bytes()[..PREFIX_LEN]);
+        Self { prefix, next: AtomicU64::new(0) }
     }
 
     /// The id of the request with `headers`: the client's when it is fit, else a new one.
@@ -35,15 +40,18 @@ impl RequestIds {
         }
     }
 
+    /// The next id, written on the stack: the header value is its one allocation.
     fn make(&self) -> HeaderValue {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut id = Vec::with_capacity(self.prefix.len() + 17);
-        id.extend_from_slice(self.prefix.as_bytes());
-        id.push(b'-');
-        let digits = (64 - (n | 1).leading_zeros()).div_ceil(4);
-        id.extend((0..digits).rev().map(|d| HEX[(n >> (d * 4)) as usize & 0xf]));
-        HeaderValue::from_maybe_shared(bytes::Bytes::from(id)).expect("letters, digits and '-' make a header value")
+        let mut id = [0u8; PREFIX_LEN + 17];
+        id[..PREFIX_LEN].copy_from_slice(&self.prefix);
+        id[PREFIX_LEN] = b'-';
+        let digits = (64 - (n | 1).leading_zeros()).div_ceil(4) as usize;
+        for (d, byte) in id[PREFIX_LEN + 1..][..digits].iter_mut().rev().enumerate() {
+            *byte = HEX[(n >> (d * 4)) as usize & 0xf];
+        }
+        HeaderValue::from_bytes(&id[..PREFIX_LEN + 1 + digits]).expect("letters, digits and '-' make a header value")
     }
 }
 
@@ -78,11 +86,12 @@ mod tests {
         let ids = RequestIds::new();
         assert_eq!(id_of(&ids, Some("trace-me.42:x_y")), "trace-me.42:x_y");
         let made: Vec<String> = (0..20).map(|_| id_of(&ids, None)).collect();
-        assert_eq!(made[0], format!("{}-0", ids.prefix));
-        assert_eq!(made[17], format!("{}-11", ids.prefix), "the counter is written in hex");
+        let prefix = std::str::from_utf8(&ids.prefix).unwrap();
+        assert_eq!(made[0], format!("{prefix}-0"));
+        assert_eq!(made[17], format!("{prefix}-11"), "the counter is written in hex");
         for unfit in ["a b", "x\"}{\"y", &"z".repeat(129)] {
             let replaced = id_of(&ids, Some(unfit));
-            assert!(replaced.starts_with(&ids.prefix) && replaced != unfit, "{unfit:?} came back as {replaced:?}");
+            assert!(replaced.starts_with(prefix) && replaced != unfit, "{unfit:?} came back as {replaced:?}");
         }
         let mut all = made.clone();
         all.sort();
