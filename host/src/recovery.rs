@@ -81,7 +81,7 @@ async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
         // A mount root exists because the mount does.
         Resource::Namespace(_) if local.is_empty() => return Ok(true),
         Resource::Namespace(_) => mount.backend.load_namespace(local.to_vec()).await.map(|_| ()),
-        Resource::Table { name, .. } => mount.backend.load_table(ident(name), None).await.map(|_| ()),
+        Resource::Table { name, .. } => mount.backend.load_table(&ident(name), None).await.map(|_| ()),
         Resource::View { name, .. } => mount.backend.load_view(ident(name)).await.map(|_| ()),
     };
     match found {

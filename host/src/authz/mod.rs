@@ -20,7 +20,7 @@ mod version_reads;
 
 use std::collections::HashMap;
 use std::fmt::Display;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -218,10 +218,9 @@ impl Authorizer {
 
     /// Everything needed to decide for one caller during one request.
     pub async fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
-        let grantees = [Grantee::Principal(caller.id().to_string()), Grantee::Tenant(caller.tenant.clone())];
         Ok(Access {
             caller,
-            grantees,
+            grantees: OnceLock::new(),
             mount_owners: self.mount_owners.clone(),
             known: self.current().await?,
             audit: self.audit.clone(),
@@ -239,8 +238,9 @@ pub fn manages_tenant(caller: &Principal, tenant: &str) -> bool {
 /// One caller's view of the authorization state, fixed for the request.
 pub struct Access {
     pub caller: Arc<Principal>,
-    /// The caller and its tenant, as grantees.
-    grantees: [Grantee; 2],
+    /// The caller and its tenant, as grantees: made when a decision needs them (a
+    /// server admin's need none).
+    grantees: OnceLock<[Grantee; 2]>,
     mount_owners: Arc<HashMap<String, String, foldhash::fast::RandomState>>,
     known: Arc<Known>,
     audit: Arc<AuditLog>,
@@ -272,7 +272,10 @@ impl Access {
         let role = self.caller.role;
         let mut best = (self.caller.tenant == *owner)
             .then(|| Held { privilege: role_privilege(role), rule: Rule::Owner { tenant: owner, role } });
-        for grant in self.grantees.iter().flat_map(|g| self.known.state.held(g, root)) {
+        let grantees = self.grantees.get_or_init(|| {
+            [Grantee::Principal(self.caller.id().to_string()), Grantee::Tenant(self.caller.tenant.clone())]
+        });
+        for grant in grantees.iter().flat_map(|g| self.known.state.held(g, root)) {
             if grant.resource.covers(resource) && best.is_none_or(|b| grant.privilege > b.privilege) {
                 best = Some(Held { privilege: grant.privilege, rule: Rule::Grant { grant: &grant.id } });
             }

@@ -201,12 +201,13 @@ impl Backend {
 
     /// Loads a table pointer (forwarding the client's access-delegation header), or
     /// gives the answer kept since the key space last changed.
-    pub async fn load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
+    /// (The table is copied only for a call: a kept answer needs no copy.)
+    pub async fn load_table(&self, table: &Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
         // Boxed: a guest call's future is kilobytes, and would size every load's.
-        let Some(memo) = &self.memo else { return Box::pin(self.call_load_table(table, delegation)).await };
+        let Some(memo) = &self.memo else { return Box::pin(self.call_load_table(table.clone(), delegation)).await };
         let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
         let asked = question(parts.chain([delegation.as_deref()]));
-        memo.tables.answer(asked, || Box::pin(self.call_load_table(table, delegation))).await
+        memo.tables.answer(asked, || Box::pin(self.call_load_table(table.clone(), delegation))).await
     }
 
     /// Loads a table pointer from the backend itself.

@@ -220,11 +220,7 @@ fn created_failed(mount: &Mount, ident: &Ident, e: crate::plugins::BackendError)
 
 /// Loads a table's pointer, passing on the client's access-delegation request.
 pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Pointer, Error> {
-    mount
-        .backend
-        .load_table(ident.clone(), delegation)
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
+    mount.backend.load_table(ident, delegation).await.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
 /// A loaded table ready to hand to a client.

@@ -158,7 +158,7 @@ async fn create(b: &Backend, table: Ident) -> Result<(), BackendError> {
 
 async fn location_of(b: &Backend, table: Ident) -> Result<String, String> {
     let doing = format!("loading table {}.{}", table.namespace.join("."), table.name);
-    Ok(ok(b.load_table(table, None).await, &doing)?.metadata_location)
+    Ok(ok(b.load_table(&table, None).await, &doing)?.metadata_location)
 }
 
 // --- cases -------------------------------------------------------------------
@@ -179,7 +179,7 @@ async fn unavailable(f: &Fixture) -> Outcome {
     let b = &f.unreachable;
     for (doing, result) in [
         ("loading a namespace", b.load_namespace(ns(&["anything"])).await.map(drop)),
-        ("loading a table", b.load_table(ident(&["anything"], "t"), None).await.map(drop)),
+        ("loading a table", b.load_table(&ident(&["anything"], "t"), None).await.map(drop)),
         ("listing namespaces", b.list_namespaces(None, page(None, 10)).await.map(drop)),
     ] {
         match result {
@@ -275,7 +275,7 @@ async fn tables(f: &Fixture) -> Outcome {
         BackendErrorKind::NotFound,
         "creating a table in a missing namespace",
     )?;
-    let loaded = ok(b.load_table(ident(&["c_tables"], "t1"), None).await, "loading t1")?;
+    let loaded = ok(b.load_table(&ident(&["c_tables"], "t1"), None).await, "loading t1")?;
     let expected = pointer("t1", 0);
     check(loaded.metadata_location == expected.metadata_location, || {
         format!("t1 loads at {}", loaded.metadata_location)
@@ -284,7 +284,7 @@ async fn tables(f: &Fixture) -> Outcome {
         "t1's metadata JSON came back changed (it may be empty, or what was stored)".into()
     })?;
     fails(
-        b.load_table(ident(&["c_tables"], "nope"), None).await,
+        b.load_table(&ident(&["c_tables"], "nope"), None).await,
         BackendErrorKind::NotFound,
         "loading a missing table",
     )?;
@@ -374,7 +374,7 @@ async fn drops(f: &Fixture) -> Outcome {
     check(last.metadata_location == pointer("t", 0).metadata_location, || {
         "drop-table did not return t's last pointer".into()
     })?;
-    fails(b.load_table(ident(&["c_drop"], "t"), None).await, BackendErrorKind::NotFound, "loading a dropped table")?;
+    fails(b.load_table(&ident(&["c_drop"], "t"), None).await, BackendErrorKind::NotFound, "loading a dropped table")?;
     fails(b.drop_table(ident(&["c_drop"], "t")).await, BackendErrorKind::NotFound, "dropping t again")?;
     ok(b.drop_namespace(ns(&["c_drop"])).await, "dropping the emptied namespace")?;
     fails(b.load_namespace(ns(&["c_drop"])).await, BackendErrorKind::NotFound, "loading a dropped namespace")?;
@@ -389,7 +389,7 @@ async fn rename_tables(f: &Fixture) -> Outcome {
     create_table(b, &["c_ren_a"], "t").await?;
     create_table(b, &["c_ren_b"], "taken").await?;
     ok(b.rename_table(ident(&["c_ren_a"], "t"), ident(&["c_ren_b"], "moved")).await, "renaming across namespaces")?;
-    fails(b.load_table(ident(&["c_ren_a"], "t"), None).await, BackendErrorKind::NotFound, "loading the old name")?;
+    fails(b.load_table(&ident(&["c_ren_a"], "t"), None).await, BackendErrorKind::NotFound, "loading the old name")?;
     let at = location_of(b, ident(&["c_ren_b"], "moved")).await?;
     check(at == pointer("t", 0).metadata_location, || format!("the renamed table is at {at}"))?;
     fails(
@@ -425,7 +425,7 @@ async fn views(f: &Fixture) -> Outcome {
         BackendErrorKind::AlreadyExists,
         "creating a view named like a table",
     )?;
-    fails(b.load_table(v(), None).await, BackendErrorKind::NotFound, "loading a view as a table")?;
+    fails(b.load_table(&v(), None).await, BackendErrorKind::NotFound, "loading a view as a table")?;
     fails(
         b.commit_view(v(), pointer("v", 5).metadata_location, pointer("v", 6)).await,
         BackendErrorKind::Conflict,
