@@ -14,6 +14,7 @@
 //! - `authoring` `rustberg plugin`: check a component, scaffold one, run the conformance suite
 //! - `preflight` `rustberg check-config`: what `serve` checks, without serving
 //! - `telemetry` Prometheus metrics, named once
+//! - `logs`     log lines, text or JSON, each carrying its request's id
 //! - `recovery` backend changes and their authorization effects, carried through crashes
 
 pub mod api;
@@ -23,6 +24,7 @@ pub mod authoring;
 pub mod authz;
 pub mod config;
 pub mod error;
+pub mod logs;
 pub mod mounts;
 pub mod paging;
 pub mod plugins;

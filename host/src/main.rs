@@ -124,31 +124,17 @@ async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Log lines to stderr, filtered by `RUST_LOG` (default `info`), as text or JSON.
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colour codes only for a terminal: a log file or collector gets plain text (and
-    // every request's span is formatted without them).
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
-    }
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve { config } => {
             let config = load_config(config)?;
-            init_logging(config.log.format);
+            rustberg::logs::init(config.log.format);
             rustberg::server::serve(config).await
         }
         Command::CheckConfig { file } => {
-            init_logging(LogFormat::Text);
+            rustberg::logs::init(LogFormat::Text);
             let problems = rustberg::preflight::check(&file).await;
             if problems.is_empty() {
                 println!("{}: ok", file.display());
@@ -160,18 +146,18 @@ async fn main() -> anyhow::Result<()> {
             std::process::exit(1);
         }
         Command::Admin(AdminCommand::ResetCredential { config }) => {
-            init_logging(LogFormat::Text);
+            rustberg::logs::init(LogFormat::Text);
             let (secret, file) = rustberg::server::reset_admin_credential(&load_config(config)?).await?;
             println!("credential admin:{secret}");
             println!("(also written to {})", file.display());
             Ok(())
         }
         Command::Plugin(command) => {
-            init_logging(LogFormat::Text);
+            rustberg::logs::init(LogFormat::Text);
             plugin(command).await
         }
         Command::HashSecret => {
-            init_logging(LogFormat::Text);
+            rustberg::logs::init(LogFormat::Text);
             let mut secret = String::new();
             std::io::stdin().read_line(&mut secret)?;
             println!("{}", rustberg::auth::hash_secret(secret.trim_end_matches(['\r', '\n'])));

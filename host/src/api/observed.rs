@@ -35,16 +35,15 @@ where
     response
 }
 
-/// The span of one request, carried by every log line it causes: its id. (One field:
-/// the span is made for every request, and formatting it is most of its cost.)
+/// The span of one request, carried by every log line it causes: its id. (One field,
+/// a string: `logs` writes it once, where the formatter would format it for every
+/// request.)
 fn request_span(id: &axum::http::HeaderValue) -> tracing::Span {
     let id = id.to_str().unwrap_or_default();
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
-    // Displayed, not debugged: the id was checked to need no escaping
-    // (`request_id::RequestIds::of`), and a `str` field would be escaped
-    // character by character on every request.
-    tracing::error_span!("request", request_id = %id)
+    // Named as `logs::REQUEST_SPAN` and `logs::REQUEST_ID`.
+    tracing::error_span!("request", request_id = id)
 }
 
 /// The method as a label: a client may send any token as a method, and each would be
