@@ -97,13 +97,12 @@ where
 }
 
 /// The request id, written for `N`, when it is recorded as a string that needs no
-/// escaping in either format (as `request_id::RequestIds::of` makes sure).
+/// escaping in either format (`api::request_id::plain`, as `RequestIds::of` makes sure).
 struct RequestIdOf<N>(Option<String>, PhantomData<fn(N)>);
 
 impl<N: RequestIdField> Visit for RequestIdOf<N> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        let plain = value.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
-        if field.name() == REQUEST_ID && plain {
+        if field.name() == REQUEST_ID && crate::api::request_id::plain(value.as_bytes()) {
             self.0 = Some(N::write(value));
         }
     }

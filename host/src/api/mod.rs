@@ -16,7 +16,7 @@ mod namespaces;
 mod oauth;
 mod observed;
 mod pipeline;
-mod request_id;
+pub mod request_id;
 mod scan;
 mod tables;
 mod views;

@@ -42,8 +42,8 @@ fn request_span(id: &axum::http::HeaderValue) -> tracing::Span {
     let id = id.to_str().unwrap_or_default();
     // At ERROR level, so it exists whatever RUST_LOG lets through: a span's level only
     // decides whether it is recorded, and every line of the request should carry it.
-    // Named as `logs::REQUEST_SPAN` and `logs::REQUEST_ID`.
-    tracing::error_span!("request", request_id = id)
+    // The field is named as `logs::REQUEST_ID` (a field name cannot be a constant).
+    tracing::error_span!(crate::logs::REQUEST_SPAN, request_id = id)
 }
 
 /// The method as a label: a client may send any token as a method, and each would be

@@ -61,12 +61,18 @@ impl Default for RequestIds {
     }
 }
 
-/// Whether a client's id may be used: not too long, and only letters, digits and
-/// `-_.:`. It goes into every log and audit line of the request, where a forged
-/// structure or a megabyte of it has no place; an unfit one is replaced by ours.
+/// Whether a client's id may be used: not too long, and [`plain`]. It goes into every
+/// log and audit line of the request, where a forged structure or a megabyte of it has
+/// no place; an unfit one is replaced by ours.
 fn fit(id: &HeaderValue) -> bool {
     let id = id.as_bytes();
-    !id.is_empty() && id.len() <= REQUEST_ID_MAX && id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    !id.is_empty() && id.len() <= REQUEST_ID_MAX && plain(id)
+}
+
+/// Only letters, digits and `-_.:`: written as it is, an id needs no escaping in a
+/// text or JSON log line.
+pub fn plain(id: &[u8]) -> bool {
+    id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
 }
 
 #[cfg(test)]
