@@ -124,8 +124,7 @@ async fn write_metadata(
 ) -> Result<Committed, Error> {
     let io = mount.warehouse()?.scoped_io(&table_location(mount, &metadata)?);
     // Room for a few more entries than before, so the buffer is not regrown and copied.
-    let mut json = Vec::with_capacity(expected_len + expected_len / 8 + 1024);
-    serde_json::to_writer(&mut json, &metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    let mut json = metadata_json(&metadata, expected_len + expected_len / 8 + 1024)?;
     // Held by its length (`held` weighs it so): give back the room left over.
     json.shrink_to_fit();
     let json = Bytes::from(json);
@@ -139,6 +138,15 @@ async fn write_metadata(
     let metadata_location = location.to_string();
     held::keep_built(mount, &metadata_location, json.clone(), Arc::new(metadata));
     Ok(Committed { metadata_location, metadata_json: json })
+}
+
+/// A table's metadata as JSON, written into a buffer of `capacity` bytes to start with.
+/// sonic-rs writes what serde_json writes, escaping strings many bytes at a time: a
+/// metadata file is mostly its log of earlier files' paths.
+fn metadata_json(metadata: &TableMetadata, capacity: usize) -> Result<Vec<u8>, Error> {
+    let mut json = Vec::with_capacity(capacity);
+    sonic_rs::to_writer(&mut json, metadata).map_err(|e| Error::Internal(format!("table metadata as JSON: {e}")))?;
+    Ok(json)
 }
 
 /// The pointer a backend records for a table or view. It carries the metadata JSON
@@ -440,7 +448,7 @@ pub async fn register(
     let metadata_location = file.to_string();
     let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
-    let metadata_json = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?);
+    let metadata_json = Bytes::from(metadata_json(&metadata, 0)?);
     held::keep_built(mount, &metadata_location, metadata_json.clone(), Arc::new(metadata));
     let committed = Committed { metadata_location, metadata_json };
     let existing = match overwrite {
@@ -551,4 +559,42 @@ pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Resul
         .rename_table(source.clone(), destination.clone())
         .await
         .map_err(|e| Error::from_backend(e, no_such_table(mount, source)))
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::{NestedField, PrimitiveType, Type};
+
+    use super::*;
+
+    /// A metadata file holds byte for byte what serde_json would write: every escape,
+    /// at every offset within a long string, and characters left as they are.
+    #[test]
+    fn metadata_json_is_what_serde_json_writes() {
+        let name = "id \"quoted\" \\ \u{1}";
+        let field = NestedField::required(1, name, Type::Primitive(PrimitiveType::Long));
+        let schema = Schema::builder().with_fields(vec![field.into()]).build().unwrap();
+        let mut properties = HashMap::from([
+            ("plain".to_string(), "value".to_string()),
+            ("slash / and unicode: é 日本 🦀 \u{7f} \u{2028}".to_string(), "\u{0}\u{1f}\n\t\r\u{8}\u{c}".to_string()),
+        ]);
+        for at in 0..70 {
+            let escape = ["\"", "\\", "\n", "\u{1}", "é"][at % 5];
+            properties.insert(format!("long-{at}"), format!("{}{escape}{}", "x".repeat(at), "y".repeat(70 - at)));
+        }
+        let metadata = TableMetadataBuilder::new(
+            schema,
+            UnboundPartitionSpec::builder().build(),
+            SortOrder::unsorted_order(),
+            "file:///warehouse/a table/ü".into(),
+            FormatVersion::V2,
+            properties,
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .metadata;
+        let written = metadata_json(&metadata, 0).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&metadata).unwrap());
+    }
 }
