@@ -28,7 +28,7 @@ tokio::task_local! {
 pub struct RequestContext {
     pub method: &'static str,
     pub route: Option<MatchedPath>,
-    pub request_id: Option<HeaderValue>,
+    pub request_id: HeaderValue,
 }
 
 impl RequestContext {
@@ -164,7 +164,7 @@ impl AuditLog {
         let context = context.as_ref();
         let line = Line {
             time: jiff::Timestamp::now().to_string(),
-            request_id: context.and_then(|c| c.request_id.as_ref()).and_then(|id| id.to_str().ok()),
+            request_id: context.and_then(|c| c.request_id.to_str().ok()),
             method: context.map(|c| c.method),
             route: context.and_then(|c| c.route.as_ref()).map(MatchedPath::as_str),
             principal: caller.id(),

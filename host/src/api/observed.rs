@@ -26,7 +26,7 @@ where
     let mount = mount_of(state, request.uri());
     let request_id = state.request_ids.of(request.headers());
     let span = request_span(&request_id);
-    let context = RequestContext { method, route: route.clone(), request_id: Some(request_id.clone()) };
+    let context = RequestContext { method, route: route.clone(), request_id: request_id.clone() };
     let started = Instant::now();
     let mut response = context.scope(run(request)).instrument(span).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
