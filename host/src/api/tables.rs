@@ -72,7 +72,7 @@ pub async fn create(
         let vended = vend().await;
         let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
         let (config, storage_credentials) = with_vended(&[], vended);
-        let metadata_json = serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?;
+        let metadata_json = tables::metadata_json(&metadata, 0)?;
         let response = TableResult {
             metadata_location: None,
             metadata_json: metadata_json.into(),

@@ -150,7 +150,7 @@ async fn read(files: &Warehouse, location: &str) -> Result<Bytes, String> {
         return Ok(bytes);
     }
     let metadata = TableMetadata::read_from(files.io(), location).await.map_err(|e| format!("cannot be read: {e}"))?;
-    serde_json::to_vec(&metadata).map(Bytes::from).map_err(|e| format!("cannot be written as JSON: {e}"))
+    super::metadata_json(&metadata, 0).map(Bytes::from).map_err(|e| format!("cannot be written as JSON: {e}"))
 }
 
 #[cfg(test)]

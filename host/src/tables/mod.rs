@@ -140,10 +140,11 @@ async fn write_metadata(
     Ok(Committed { metadata_location, metadata_json: json })
 }
 
-/// A table's metadata as JSON, written into a buffer of `capacity` bytes to start with.
-/// sonic-rs writes what serde_json writes, escaping strings many bytes at a time: a
-/// metadata file is mostly its log of earlier files' paths.
-fn metadata_json(metadata: &TableMetadata, capacity: usize) -> Result<Vec<u8>, Error> {
+/// A table's metadata as JSON, written into a buffer of `capacity` bytes to start with:
+/// how the host writes table metadata, to a file or to a client. sonic-rs writes what
+/// serde_json writes, escaping strings many bytes at a time: a metadata file is
+/// mostly its log of earlier files' paths.
+pub fn metadata_json(metadata: &TableMetadata, capacity: usize) -> Result<Vec<u8>, Error> {
     let mut json = Vec::with_capacity(capacity);
     sonic_rs::to_writer(&mut json, metadata).map_err(|e| Error::Internal(format!("table metadata as JSON: {e}")))?;
     Ok(json)
@@ -596,5 +597,14 @@ mod tests {
         .metadata;
         let written = metadata_json(&metadata, 0).unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&metadata).unwrap());
+    }
+
+    /// Numbers too (a column's default value in the metadata may be a double): the
+    /// shortest form that reads back the same, as serde_json writes it.
+    #[test]
+    fn numbers_are_written_as_serde_json_writes_them() {
+        let numbers =
+            serde_json::json!([1e20, 0.1, 1.5, -0.0, 1e-7, 123456789.0, 1.0, 3.0e300, f64::MIN_POSITIVE, 100.0]);
+        assert_eq!(sonic_rs::to_string(&numbers).unwrap(), serde_json::to_string(&numbers).unwrap());
     }
 }
