@@ -315,6 +315,38 @@ async fn a_commit_on_postgres_reads_the_tables_pointer_once() {
     assert_eq!((status, &loaded["metadata"]["properties"]["n"]), (200, &json!("2")));
 }
 
+/// Commits on one host build each version from the metadata the last one built, never
+/// parsing its file; a transaction too. (Each earlier version is forgotten when the next
+/// lands: kept, they filled the held budget and the new versions were evicted.)
+#[tokio::test]
+async fn commits_on_one_host_reuse_the_metadata_they_built() {
+    let s = Server::start("");
+    let parses = || {
+        let url = format!("{}/metrics", s.base);
+        async move {
+            let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+            value(&samples(&text), "rustberg_table_metadata_parses_total", &[])
+        }
+    };
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let created = s.post("/namespaces/db/tables", json!({"name": "t", "schema": support::schema()})).await;
+    assert_eq!(created.0, 200, "{}", created.1);
+    let before = parses().await;
+    for n in 0..20 {
+        let commit =
+            json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"n": n.to_string()}}]});
+        let (status, body) = s.post("/namespaces/db/tables/t", commit).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let change = json!({"identifier": {"namespace": ["db"], "name": "t"}, "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"n": "last"}}]});
+    let (status, body) = s.post("/transactions/commit", json!({"table-changes": [change]})).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(parses().await - before, 0.0);
+    let (status, loaded) = s.get("/namespaces/db/tables/t").await;
+    assert_eq!((status, &loaded["metadata"]["properties"]["n"]), (200, &json!("last")));
+}
+
 /// A page of a listing the host keeps while the catalog file is unchanged is never
 /// served past a change: a created table is in the next page, a dropped one is gone,
 /// and the page after a token still starts after it.

@@ -166,6 +166,12 @@ pub fn redb_transaction() {
     TRANSACTIONS.increment(1);
 }
 
+/// A table metadata file parsed to change or read a table.
+pub fn table_metadata_parse() {
+    static PARSES: LazyLock<Counter> = LazyLock::new(|| counter!("rustberg_table_metadata_parses_total"));
+    PARSES.increment(1);
+}
+
 /// An authorization decision: `allowed`, `denied`, or `filtered` (left out of a listing).
 pub fn authz_decision(decision: &'static str) {
     // Every request makes one or more: their counters are looked up once.

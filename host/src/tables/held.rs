@@ -7,7 +7,7 @@
 //! metadata never crosses the plugin boundary on a native load, and a commit made on
 //! this host hands the next commit its metadata without a parse.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -24,17 +24,35 @@ pub struct Held {
     pub json: Bytes,
     /// The table location it records, as written (empty if it records none).
     pub location: String,
-    /// The metadata itself, when this host built it.
-    built: Option<Arc<TableMetadata>>,
+    /// The metadata itself, when this host built it and no change has taken it since.
+    built: Mutex<Option<TableMetadata>>,
+    /// Whether it was held with its metadata built: what it weighs. The cache weighs an
+    /// entry again when it removes it, so the weight must not change with a take.
+    weighs_built: bool,
 }
 
 impl Held {
+    fn new(json: Bytes, location: String, built: Option<TableMetadata>) -> Self {
+        Self { json, location, weighs_built: built.is_some(), built: Mutex::new(built) }
+    }
+
     /// The metadata, parsed (or copied, when this host built it).
     pub fn metadata(&self) -> Result<TableMetadata, serde_json::Error> {
-        match &self.built {
-            Some(built) => Ok(TableMetadata::clone(built)),
-            None => serde_json::from_slice(&self.json),
-        }
+        let built = self.built.lock().expect("held metadata").clone();
+        built.map_or_else(|| self.parse(), Ok)
+    }
+
+    /// The metadata, to build the next version from: the one this host built, taken
+    /// (copying it was a tenth of a commit; a change that then fails leaves the next
+    /// one to parse the file), else parsed.
+    pub fn take_metadata(&self) -> Result<TableMetadata, serde_json::Error> {
+        let built = self.built.lock().expect("held metadata").take();
+        built.map_or_else(|| self.parse(), Ok)
+    }
+
+    fn parse(&self) -> Result<TableMetadata, serde_json::Error> {
+        crate::telemetry::table_metadata_parse();
+        serde_json::from_slice(&self.json)
     }
 }
 
@@ -54,7 +72,9 @@ struct BySize;
 
 impl quick_cache::Weighter<Key, Arc<Held>> for BySize {
     fn weight(&self, key: &Key, held: &Arc<Held>) -> u64 {
-        let json = held.json.len() as u64 * if held.built.is_some() { 1 + BUILT_WEIGHT } else { 1 };
+        // A metadata taken later is still counted, until its version is forgotten
+        // (the commit after it landed).
+        let json = held.json.len() as u64 * if held.weighs_built { 1 + BUILT_WEIGHT } else { 1 };
         json + (key.0.len() + key.1.len() + held.location.len()) as u64
     }
 }
@@ -87,12 +107,16 @@ impl quick_cache::Equivalent<Key> for KeyRef<'_> {
 }
 
 /// Holds the metadata this host just wrote at `metadata_location`.
-pub fn keep_built(mount: &Mount, metadata_location: &str, json: Bytes, metadata: Arc<TableMetadata>) {
+pub fn keep_built(mount: &Mount, metadata_location: &str, json: Bytes, metadata: TableMetadata) {
     let location = metadata.location().to_string();
-    HELD.insert(key(mount, metadata_location), Arc::new(Held { json, location, built: Some(metadata) }));
+    HELD.insert(key(mount, metadata_location), Arc::new(Held::new(json, location, Some(metadata))));
 }
 
-/// Forgets a metadata file that was removed again (its commit did not apply).
+/// Forgets a metadata file: one removed again (its commit did not apply), or one a
+/// commit just replaced. A table's earlier versions are not loaded again (a pointer
+/// names the current one), and kept they filled the budget within a few thousand
+/// commits, after which the cache evicted the new versions as readily as the dead
+/// ones and commits parsed their base instead of reusing it.
 pub fn forget(mount: &Mount, metadata_location: &str) {
     HELD.remove(&key(mount, metadata_location));
 }
@@ -137,7 +161,7 @@ async fn held(
         }
     };
     let recorded = locations::recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
-    let held = Arc::new(Held { json, location: recorded, built: None });
+    let held = Arc::new(Held::new(json, recorded, None));
     HELD.insert(key(mount, location), held.clone());
     Ok(held)
 }
@@ -157,13 +181,40 @@ async fn read(files: &Warehouse, location: &str) -> Result<Bytes, String> {
 mod tests {
     use super::*;
 
+    /// A held metadata weighs the same before and after a commit takes it: the cache
+    /// weighs an entry again to remove it, and a lighter entry left the difference
+    /// counted forever (after a few thousand commits the cache seemed full and evicted
+    /// every new version, so every commit parsed its base).
+    #[test]
+    fn taking_the_metadata_leaves_the_weight() {
+        let metadata = iceberg::spec::TableMetadataBuilder::new(
+            iceberg::spec::Schema::builder().build().unwrap(),
+            iceberg::spec::UnboundPartitionSpec::builder().build(),
+            iceberg::spec::SortOrder::unsorted_order(),
+            "file:///w/t".to_string(),
+            iceberg::spec::FormatVersion::V2,
+            Default::default(),
+        )
+        .unwrap()
+        .build()
+        .unwrap()
+        .metadata;
+        let json = Bytes::from(crate::tables::metadata_json(&metadata, 0).unwrap());
+        let held = Arc::new(Held::new(json, "file:///w/t".into(), Some(metadata)));
+        let key = ("held-test".to_string(), "file:///w/t/metadata/00000-a.metadata.json".to_string());
+        let weight = quick_cache::Weighter::weight(&BySize, &key, &held);
+        assert!(held.take_metadata().is_ok());
+        assert!(held.built.lock().unwrap().is_none(), "taken, not copied");
+        assert_eq!(quick_cache::Weighter::weight(&BySize, &key, &held), weight);
+    }
+
     /// 40 MiB of metadata is held: it would exceed the share of one of several shards
     /// (32 MiB each on 2 cores, 8 MiB on 8 or more).
     #[test]
     fn large_metadata_is_held_whatever_the_cores() {
         let key = ("held-test".to_string(), "file:///w/t/metadata/00001-big.metadata.json".to_string());
         let json = Bytes::from(vec![b' '; 40 << 20]);
-        HELD.insert(key.clone(), Arc::new(Held { json, location: String::new(), built: None }));
+        HELD.insert(key.clone(), Arc::new(Held::new(json, String::new(), None)));
         assert!(HELD.get(&key).is_some_and(|held| held.json.len() == 40 << 20));
         // Found by a borrowed key too (hashed as the owned one).
         assert!(HELD.get(&KeyRef(&key.0, &key.1)).is_some());

@@ -136,7 +136,7 @@ async fn write_metadata(
     }
     .map_err(failed)?;
     let metadata_location = location.to_string();
-    held::keep_built(mount, &metadata_location, json.clone(), Arc::new(metadata));
+    held::keep_built(mount, &metadata_location, json.clone(), metadata);
     Ok(Committed { metadata_location, metadata_json: json })
 }
 
@@ -245,15 +245,14 @@ pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Loaded, Err
     Ok(Loaded { pointer, held })
 }
 
-/// The current metadata of a loaded table, to change it.
+/// The current metadata of a loaded table, to read it (plan a scan, purge its files).
 pub async fn current_metadata(mount: &Mount, pointer: &mut Pointer) -> Result<TableMetadata, Error> {
     let held = held::current(mount, pointer).await?;
-    metadata_of(&held, pointer)
+    held.metadata().map_err(invalid_metadata(pointer))
 }
 
-fn metadata_of(held: &held::Held, pointer: &Pointer) -> Result<TableMetadata, Error> {
-    held.metadata()
-        .map_err(|e| Error::Internal(format!("the metadata of {} is invalid: {e}", pointer.metadata_location)))
+fn invalid_metadata(pointer: &Pointer) -> impl FnOnce(serde_json::Error) -> Error + '_ {
+    move |e| Error::Internal(format!("the metadata of {} is invalid: {e}", pointer.metadata_location))
 }
 
 /// Where a table's files live, checked.
@@ -290,7 +289,10 @@ pub async fn commit(
             })
             .await?;
         match swapped {
-            Ok(()) => return Ok(prepared.committed),
+            Ok(()) => {
+                held::forget(mount, &prepared.expected);
+                return Ok(prepared.committed);
+            }
             Err(e) if e.kind.did_not_apply() => {
                 prepared.undo(mount, warehouse).await;
                 if e.kind != BackendErrorKind::Conflict {
@@ -332,7 +334,7 @@ async fn prepare(
 ) -> Result<Prepared, Error> {
     let mut pointer = load(mount, ident, None).await?;
     let held = held::current(mount, &mut pointer).await?;
-    let current = metadata_of(&held, &pointer)?;
+    let current = held.take_metadata().map_err(invalid_metadata(&pointer))?;
     for requirement in requirements {
         requirement.check(Some(&current)).map_err(|e| {
             Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
@@ -417,7 +419,12 @@ async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(
             })
             .collect();
         match mount.backend.commit_transaction(commits).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                for (_, p) in &prepared {
+                    held::forget(mount, &p.expected);
+                }
+                return Ok(());
+            }
             Err(e) if e.kind == BackendErrorKind::Conflict => {
                 outcome = Err(Error::CommitFailed(format!(
                     "a table in the transaction was changed by a concurrent commit; nothing was applied ({})",
@@ -450,7 +457,7 @@ pub async fn register(
     let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = Bytes::from(metadata_json(&metadata, 0)?);
-    held::keep_built(mount, &metadata_location, metadata_json.clone(), Arc::new(metadata));
+    held::keep_built(mount, &metadata_location, metadata_json.clone(), metadata);
     let committed = Committed { metadata_location, metadata_json };
     let existing = match overwrite {
         false => None,
