@@ -290,7 +290,7 @@ pub async fn commit(
             .await?;
         match swapped {
             Ok(()) => {
-                held::forget(mount, &prepared.expected);
+                prepared.landed(mount);
                 return Ok(prepared.committed);
             }
             Err(e) if e.kind.did_not_apply() => {
@@ -316,6 +316,11 @@ struct Prepared {
 }
 
 impl Prepared {
+    /// Forgets the version a change that applied replaced: no pointer names it now.
+    fn landed(&self, mount: &Mount) {
+        held::forget(mount, &self.expected);
+    }
+
     /// Removes what was written for a change that did not apply.
     async fn undo(&self, mount: &Mount, warehouse: &crate::storage::warehouse::Warehouse) {
         held::forget(mount, &self.new.metadata_location);
@@ -421,7 +426,7 @@ async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(
         match mount.backend.commit_transaction(commits).await {
             Ok(()) => {
                 for (_, p) in &prepared {
-                    held::forget(mount, &p.expected);
+                    p.landed(mount);
                 }
                 return Ok(());
             }
