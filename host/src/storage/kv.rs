@@ -32,6 +32,18 @@ pub struct Write {
     pub value: Option<Vec<u8>>,
 }
 
+/// When a commit is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Before the commit returns, and before anybody sees it.
+    Now,
+    /// Visible when the commit returns, on disk then or a moment later, and never
+    /// later than a commit made after it to the same store. Only for a write that a crash may lose:
+    /// one whose loss start-up repair makes good (settling an intent), or one that the
+    /// durable commit it comes before carries to disk with it.
+    Soon,
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum KvError {
     #[error("a check did not hold")]
@@ -99,9 +111,21 @@ impl KvStore {
 
     /// Applies every write if every check holds, atomically and durably.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
+        self.commit_with(checks, writes, Durability::Now).await
+    }
+
+    /// Puts on disk every commit made so far (on redb, those made durable `Soon`: an
+    /// empty commit that is durable `Now` carries them).
+    pub async fn sync(&self) -> Result<(), KvError> {
+        self.commit(&[], &[]).await
+    }
+
+    /// Applies every write if every check holds, atomically, on disk when `durability`
+    /// says (a Postgres commit is always on disk when it returns).
+    pub async fn commit_with(&self, checks: &[Check], writes: &[Write], durability: Durability) -> Result<(), KvError> {
         let (store, result) = match self {
             // The file's committer thread waits for the fsync, not an async worker.
-            KvStore::Redb(s) => ("redb", s.commit(checks.to_vec(), writes.to_vec()).await),
+            KvStore::Redb(s) => ("redb", s.commit_with(checks.to_vec(), writes.to_vec(), durability).await),
             KvStore::Postgres(s) => ("postgres", s.commit(checks, writes).await),
         };
         let outcome = match &result {
