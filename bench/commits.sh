@@ -2,8 +2,8 @@
 # updateTable throughput: requirement-free set-properties commits (each one a new
 # metadata file and a compare-and-swap of the pointer), sequentially and from 16
 # connections spread over 16 tables, on the embedded redb root, and 16 connections
-# creating root namespaces (each an intent, the backend's create and the owner's
-# record: several commits); then the same 16
+# creating root namespaces, then one (each an intent, the location's claim, the
+# backend's create and the owner's record: four commits); then the same 16
 # connections split over two hosts sharing one PostgreSQL database (if one answers
 # at $PG, default postgres://postgres@127.0.0.1:5432). Servers are pinned to core 0,
 # wrk to core 1. A 409 is a commit that did not land: wrk's non-2xx count shows them.
@@ -40,6 +40,9 @@ printf '%-34s %12s %10s\n' "redb, 16 writers on 16 tables" "$rate" "$refused"
 create_load "/v1/catalog" created > "$work/create.lua"
 read -r rate refused < <(run 16 "$work/create.lua" "$token" "http://127.0.0.1:18184")
 printf '%-34s %12s %10s\n' "redb, 16 writers creating roots" "$rate" "$refused"
+create_load "/v1/catalog" alone > "$work/alone.lua"
+read -r rate refused < <(run 1 "$work/alone.lua" "$token" "http://127.0.0.1:18184")
+printf '%-34s %12s %10s\n' "redb, one writer creating roots" "$rate" "$refused"
 
 command -v psql > /dev/null && psql "$PG/postgres" -qc 'select 1' > /dev/null 2>&1 || { echo "no PostgreSQL at $PG: skipped"; exit 0; }
 psql "$PG/postgres" -qc 'drop database if exists rustberg_bench' -c 'create database rustberg_bench' > /dev/null

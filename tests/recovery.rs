@@ -5,6 +5,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use reqwest::Method;
 use serde_json::{json, Value};
 use support::{assert_error, components_dir, schema, Api, Server};
@@ -84,10 +86,14 @@ async fn host_keys(file: &std::path::Path, prefix: &str) -> Vec<String> {
 /// settles each by what the backend holds, before it answers anybody.
 #[tokio::test]
 async fn start_up_settles_what_a_crash_left_half_done() {
-    let s = Server::start("");
+    let mut s = Server::start("");
     for ns in ["half", "kept"] {
         assert_eq!(s.post("/namespaces", json!({"namespace": [ns]})).await.0, 200);
     }
+    // Stopped, not killed: it leaves nothing to settle of its own (the intents below
+    // are all there is).
+    s.signal("TERM");
+    assert!(s.exit_within(Duration::from_secs(30)).is_some_and(|status| status.success()), "{}", s.output());
     let dir = s.stop();
     let file = dir.path().join("data/catalog.redb");
     let tenant_grant = |id: &str, ns: &str| json!({"id": id, "resource": {"namespace": [ns]}, "privilege": "read", "grantee": {"tenant": "default"}});

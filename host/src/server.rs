@@ -142,7 +142,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     // One location index for every warehouse: no two tables share files, whichever
     // mount holds them.
     let index = LocationIndex::new(host.clone());
-    let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3, index.clone())
+    // The root catalog's backend commits to the store that holds the index.
+    let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3, index.ahead_of_its_store())
         .map_err(|e| anyhow::anyhow!("refusing to start: storage.warehouse_location: {e}"))?;
     if warehouse.assigned() {
         anyhow::bail!("refusing to start: storage.warehouse_location: a bucket pattern is only for a mount whose store assigns table locations");
@@ -263,7 +264,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     println!("rustberg: listening on http://{addr} (Iceberg REST catalog at http://{addr}/v1)");
-    let app = api::router(state);
+    let app = api::router(state.clone());
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     // A response goes out as soon as it is written: its last small part (a load's body
@@ -286,6 +287,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     match tokio::time::timeout(grace, server).await {
         Ok(result) => result?,
         Err(_) => println!("rustberg: requests still running after {} s are cut off", grace.as_secs()),
+    }
+    if let Err(e) = state.authz.sync().await {
+        tracing::error!(error = %e, "the last settled changes are not on disk: the next start settles them again");
     }
     println!("rustberg: stopped");
     Ok(())

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::state::{State, GRANT, OWNER};
 use super::{store_err, Authorizer, Known};
 use crate::error::Error;
-use crate::storage::kv::{prefix_end, swap_backoff, Check, Entry, KvError, KvStore, Write};
+use crate::storage::kv::{prefix_end, swap_backoff, Check, Durability, Entry, KvError, KvStore, Write};
 
 /// Holds the number of the last change (decimal); rewritten by every change.
 pub(super) const VERSION: &[u8] = b"authz-version";
@@ -63,10 +63,16 @@ impl Authorizer {
     }
 
     /// Writes a change in one commit if `checks` hold (false if they did not), and
-    /// applies it to memory before returning.
-    pub(super) async fn change_if(&self, checks: &[Check], writes: Vec<Write>) -> Result<bool, Error> {
+    /// applies it to memory before returning. `durability` is the redb file's; a
+    /// shared store's change is on disk when it returns.
+    pub(super) async fn change_if(
+        &self,
+        checks: &[Check],
+        writes: Vec<Write>,
+        durability: Durability,
+    ) -> Result<bool, Error> {
         if !self.shared() {
-            match self.space.commit(checks, &writes).await {
+            match self.space.commit_with(checks, &writes, durability).await {
                 Ok(()) => {}
                 Err(KvError::Conflict) => return Ok(false),
                 Err(e) => return Err(store_err(e)),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::state::grant_key;
 use super::{Authorizer, Privilege, Resource};
 use crate::error::Error;
-use crate::storage::kv::{Check, Write};
+use crate::storage::kv::{Check, Durability, Write};
 
 /// Who a grant is for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,6 +73,6 @@ impl Authorizer {
         for grant in self.all_grants().await?.iter().filter(|g| &g.grantee == grantee) {
             writes.push(removal(grant));
         }
-        self.change_if(&[check], writes).await
+        self.change_if(&[check], writes, Durability::Now).await
     }
 }

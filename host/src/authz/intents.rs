@@ -6,13 +6,18 @@
 //! host records an intent first, makes the backend change, then applies the effect
 //! and removes the intent in one commit. An intent left behind by a crash is settled
 //! at start-up (`crate::recovery`) by asking the backend whether its change happened.
+//!
+//! So settling an intent need not be on disk when the request is answered: a crash
+//! that loses it leaves the intent, and start-up settles it the same way. Nor need
+//! the intent to own a new root: its backend change is a commit to the same store,
+//! made after it, and a store never keeps a commit without those before it.
 
 use serde::{Deserialize, Serialize};
 
 use super::state::owner_key;
 use super::{grants, store_err, Authorizer, Resource};
 use crate::error::Error;
-use crate::storage::kv::{prefix_end, Check, Entry, KvError, Write};
+use crate::storage::kv::{prefix_end, Check, Durability, Entry, KvError, Write};
 
 /// What the authorization state must do once a backend change has happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,18 +74,21 @@ impl Authorizer {
     /// an owner, or that somebody else is creating right now, is refused here (409).
     pub async fn intend(&self, effect: Effect) -> Result<Intent, Error> {
         let mut checks = vec![];
-        let key = match &effect {
+        let (key, durability) = match &effect {
             Effect::Own { root, .. } => {
                 let key = own_key(root);
                 checks.push(Check::Absent(owner_key(root)));
                 checks.push(Check::Absent(key.clone()));
-                key
+                // Its change is the root catalog's, in this store (see above).
+                (key, Durability::Soon)
             }
-            _ => format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(),
+            // The change may be in another store: the intent is on disk before it.
+            _ => (format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(), Durability::Now),
         };
         let intent = Intent { key, at: now(), effect };
         let value = serde_json::to_vec(&intent).map_err(|e| Error::Internal(e.to_string()))?;
-        match self.space.commit(&checks, &[Write { key: intent.key.clone(), value: Some(value) }]).await {
+        let write = Write { key: intent.key.clone(), value: Some(value) };
+        match self.space.commit_with(&checks, &[write], durability).await {
             Ok(()) => Ok(intent),
             Err(KvError::Conflict) => match &intent.effect {
                 Effect::Own { root, .. } => Err(Error::AlreadyExists(format!("namespace {root} already exists"))),
@@ -123,12 +131,19 @@ impl Authorizer {
                 }
             }
         }
-        self.change(writes).await
+        self.change_if(&[], writes, Durability::Soon).await.map(|_| ())
     }
 
     /// The backend change did not happen: removes the intent.
     pub async fn abandon(&self, intent: &Intent) -> Result<(), Error> {
-        self.space.commit(&[], &[Write { key: intent.key.clone(), value: None }]).await.map_err(store_err)
+        let removal = Write { key: intent.key.clone(), value: None };
+        self.space.commit_with(&[], &[removal], Durability::Soon).await.map_err(store_err)
+    }
+
+    /// Puts on disk every settlement made so far (a server that stops leaves none for
+    /// the next start to settle again).
+    pub async fn sync(&self) -> Result<(), Error> {
+        self.space.sync().await.map_err(store_err)
     }
 
     /// Every intent still waiting.

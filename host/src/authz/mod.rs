@@ -32,7 +32,7 @@ use version_reads::SharedReads;
 use crate::audit::{AuditLog, Decision, Record, Rule, Vend};
 use crate::auth::{Principal, Role};
 use crate::error::Error;
-use crate::storage::kv::{KvError, KvStore, Write};
+use crate::storage::kv::{Durability, KvError, KvStore, Write};
 use crate::telemetry;
 
 /// What a caller may do. Each level includes the ones below it.
@@ -200,7 +200,7 @@ impl Authorizer {
 
     /// Writes a change in one commit and applies it.
     async fn change(&self, writes: Vec<Write>) -> Result<(), Error> {
-        self.change_if(&[], writes).await.map(|_| ())
+        self.change_if(&[], writes, Durability::Now).await.map(|_| ())
     }
 
     /// Records the owner of a root namespace (tests; requests go through intents).

@@ -9,7 +9,7 @@
 //! A claim has an id. A table that moves (`set-location`) claims its new location
 //! under the same id, so dropping it releases every location it ever held.
 
-use super::kv::{prefix_end, Check, KvError, KvStore, Write};
+use super::kv::{prefix_end, Check, Durability, KvError, KvStore, Write};
 use super::location::Location;
 
 /// What holds a claim.
@@ -75,6 +75,8 @@ pub enum ClaimError {
 #[derive(Clone)]
 pub struct LocationIndex {
     kv: KvStore,
+    /// When a claim is on disk (see `ahead_of_its_store`).
+    claims: Durability,
 }
 
 /// `loc/<location>/`: the trailing slash makes a prefix scan stop at whole segments.
@@ -93,7 +95,14 @@ fn store(e: KvError) -> ClaimError {
 
 impl LocationIndex {
     pub fn new(kv: KvStore) -> Self {
-        Self { kv }
+        Self { kv, claims: Durability::Now }
+    }
+
+    /// The index, for a warehouse whose backend stores its changes in the index's own
+    /// store (the root catalog's): a claim is made for a change the backend commits
+    /// after it, which carries it to disk, so the claim need not be waited for.
+    pub fn ahead_of_its_store(&self) -> Self {
+        Self { kv: self.kv.clone(), claims: Durability::Soon }
     }
 
     /// Claims `location` for `id`, unless a claim exists at it, below it, or above it
@@ -118,7 +127,7 @@ impl LocationIndex {
         let mut owned = owned_prefix(id);
         owned.extend_from_slice(location.to_string().as_bytes());
         let writes = [Write { key, value: Some(value) }, Write { key: owned, value: Some(vec![]) }];
-        match self.kv.commit(&checks, &writes).await {
+        match self.kv.commit_with(&checks, &writes, self.claims).await {
             Ok(()) => Ok(true),
             Err(KvError::Conflict) if self.holder(location).await? == Some(id) => Ok(false),
             Err(KvError::Conflict) => Err(ClaimError::Overlap(location.to_string())),
