@@ -114,10 +114,13 @@ impl KvStore {
         self.commit_with(checks, writes, Durability::Now).await
     }
 
-    /// Puts on disk every commit made so far (on redb, those made durable `Soon`: an
-    /// empty commit that is durable `Now` carries them).
+    /// Puts on disk every commit made so far: on redb, those made durable `Soon` (an
+    /// empty commit that is durable `Now` carries them); a Postgres commit always is.
     pub async fn sync(&self) -> Result<(), KvError> {
-        self.commit(&[], &[]).await
+        match self {
+            KvStore::Redb(_) => self.commit(&[], &[]).await,
+            KvStore::Postgres(_) => Ok(()),
+        }
     }
 
     /// Applies every write if every check holds, atomically, on disk when `durability`
