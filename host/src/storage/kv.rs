@@ -38,9 +38,9 @@ pub enum Durability {
     /// Before the commit returns, and before anybody sees it.
     Now,
     /// Visible when the commit returns, on disk then or a moment later, and never
-    /// later than a commit made after it to the same store. Only for a write that a crash may lose:
-    /// one whose loss start-up repair makes good (settling an intent), or one that the
-    /// durable commit it comes before carries to disk with it.
+    /// later than a commit made after it to the same store. Only for a write that a
+    /// crash may lose: one whose loss start-up repair makes good (settling an intent),
+    /// or one that the durable commit it comes before carries to disk with it.
     Soon,
 }
 
