@@ -573,8 +573,9 @@ mod tests {
         }
         let fsyncs = a.committer.transactions.load(Ordering::Relaxed);
         // 20 with none waited for; more only when a `Soon` one waited over a millisecond
-        // for the commit after it, and was made durable alone.
-        assert!((20..30).contains(&fsyncs), "{fsyncs} fsyncs for 20 durable and 20 soon commits");
+        // for the commit after it (this thread was not run meanwhile), and was made
+        // durable alone; 40 if each waited for an fsync of its own.
+        assert!((20..35).contains(&fsyncs), "{fsyncs} fsyncs for 20 durable and 20 soon commits");
     }
 
     #[tokio::test]
