@@ -37,6 +37,17 @@ pub async fn with_intent<T>(
         },
         (intent, _) => intent?,
     };
+    carry_through(authz, mounts, intent, change).await
+}
+
+/// Runs `change` (a backend change) under `intent`, already recorded, and settles the
+/// intent by its outcome.
+pub async fn carry_through<T>(
+    authz: &Authorizer,
+    mounts: &Mounts,
+    intent: Intent,
+    change: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
     let outcome = change.await;
     let settled = match &outcome {
         Ok(_) => authz.fulfil(&intent).await,

@@ -10,7 +10,7 @@ use super::members::no_such_namespace;
 use super::model::{
     CreateNamespaceRequest, ListQuery, NamespaceResponse, UpdatePropertiesRequest, UpdatePropertiesResponse,
 };
-use super::{parse_namespace, Json, Query, State};
+use super::{parse_namespace, AppState, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::error::Error;
@@ -20,7 +20,7 @@ use crate::plugins::bindings::PageRequest;
 use crate::plugins::{BackendErrorKind, Listing};
 use crate::recovery;
 use crate::storage::location_index::{ClaimId, ClaimKind};
-use crate::tables::locations;
+use crate::tables::locations::{self, NewClaim, Placement};
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
@@ -203,38 +203,85 @@ pub async fn create(
         return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
     }
     mount.check_writable()?;
-    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
-    let created = create_in_backend(mount, local, properties, &ns);
+    let mut properties: Vec<(String, String)> = req.properties.into_iter().collect();
     let stored = if mount.name.is_none() && parent.is_empty() {
         // New in the root catalog: its owner is the creator's tenant, recorded with it.
-        let own = Effect::Own { root: ns[0].clone(), tenant };
-        recovery::with_intent(&state.authz, &state.mounts, own, created).await?
+        create_root(&state, mount, local, properties, &ns, tenant).await?
     } else {
-        created.await?
+        let placement = place(mount, local, &mut properties).await?;
+        claim_and_create(mount, local, properties, &ns, placement).await?
     };
     Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
 }
 
-/// Claims a new namespace's location and creates it in its backend; the stored
-/// properties.
-async fn create_in_backend(
+/// Creates a root namespace of the root catalog under an intent to own it. The intent
+/// and the location's claim are one commit; when either is contested they are made one
+/// at a time, which tells which (and settles an earlier create's intent).
+async fn create_root(
+    state: &AppState,
     mount: &Mount,
     local: &[String],
     mut properties: Vec<(String, String)>,
     ns: &[String],
+    tenant: String,
 ) -> Result<Vec<(String, String)>, Error> {
-    let exists = || Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")));
-    // Where the store assigns table locations, namespaces have none to claim.
-    let claim = match mount.warehouse.as_ref().filter(|w| !w.assigned()) {
-        Some(warehouse) => {
-            let placement = locations::place_namespace(mount, local, &mut properties).await?;
-            let id = ClaimId::of_namespace(&mount.space, local);
-            match placement.claim(warehouse, ClaimKind::Namespace, id).await {
-                Ok(claim) => Some((warehouse, claim)),
+    let own = Effect::Own { root: ns[0].clone(), tenant };
+    let placement = place(mount, local, &mut properties).await?;
+    let claimed = match &placement {
+        Some(placement) => {
+            let (claim, new) = placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local));
+            state.authz.intend_with(own.clone(), claim).await?.map(|intent| (intent, Some(new)))
+        }
+        None => None,
+    };
+    match claimed {
+        Some((intent, claim)) => {
+            let created = create_claimed(mount, local, properties, ns, claim);
+            recovery::carry_through(&state.authz, &state.mounts, intent, created).await
+        }
+        None => {
+            let created = claim_and_create(mount, local, properties, ns, placement);
+            recovery::with_intent(&state.authz, &state.mounts, own, created).await
+        }
+    }
+}
+
+/// The same namespace always claims under the same id, so a create retried after an
+/// unknown outcome finds its own claim.
+fn claim_id(mount: &Mount, local: &[String]) -> ClaimId {
+    ClaimId::of_namespace(&mount.space, local)
+}
+
+/// Where a new namespace is, when the host places it: not where the store assigns
+/// table locations (namespaces have none to claim there).
+async fn place(
+    mount: &Mount,
+    local: &[String],
+    properties: &mut [(String, String)],
+) -> Result<Option<Placement>, Error> {
+    match mount.warehouse.as_ref().filter(|w| !w.assigned()) {
+        Some(_) => Ok(Some(locations::place_namespace(mount, local, properties).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Claims a new namespace's location (if placed) and creates it in its backend; the
+/// stored properties.
+async fn claim_and_create(
+    mount: &Mount,
+    local: &[String],
+    properties: Vec<(String, String)>,
+    ns: &[String],
+    placement: Option<Placement>,
+) -> Result<Vec<(String, String)>, Error> {
+    let claim = match placement {
+        Some(placement) => {
+            match placement.claim(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local)).await {
+                Ok(claim) => claim,
                 // Another namespace's location property, or a table's, took it.
                 Err(e) => {
                     return Err(match mount.backend.load_namespace(local.to_vec()).await {
-                        Ok(_) => exists(),
+                        Ok(_) => already_exists(ns),
                         Err(found) if found.kind == BackendErrorKind::NotFound => e,
                         Err(failed) => Error::from_backend(failed, absent(ns)),
                     })
@@ -243,18 +290,34 @@ async fn create_in_backend(
         }
         None => None,
     };
+    create_claimed(mount, local, properties, ns, claim).await
+}
+
+/// Creates a new namespace in its backend, its location claimed (`claim`: a new claim,
+/// released if the create did not apply); the stored properties.
+async fn create_claimed(
+    mount: &Mount,
+    local: &[String],
+    properties: Vec<(String, String)>,
+    ns: &[String],
+    claim: Option<NewClaim>,
+) -> Result<Vec<(String, String)>, Error> {
     match mount.backend.create_namespace(local.to_vec(), properties).await {
         Ok(stored) => Ok(stored),
         Err(e) => {
-            if let Some((warehouse, claim)) = claim.filter(|_| e.kind.did_not_apply()) {
-                locations::abandon(warehouse, None, &claim).await;
+            if let (Some(claim), Ok(warehouse)) = (claim.filter(|_| e.kind.did_not_apply()), mount.warehouse()) {
+                claim.release(warehouse).await;
             }
             Err(match e.kind {
-                BackendErrorKind::AlreadyExists => exists(),
+                BackendErrorKind::AlreadyExists => already_exists(ns),
                 _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
             })
         }
     }
+}
+
+fn already_exists(ns: &[String]) -> Error {
+    Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")))
 }
 
 pub async fn load(

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::state::owner_key;
 use super::{grants, store_err, Authorizer, Resource};
 use crate::error::Error;
-use crate::storage::kv::{prefix_end, Check, Durability, Entry, KvError, Write};
+use crate::storage::kv::{prefix_end, Check, Commit, Durability, Entry, KvError, Write};
 
 /// What the authorization state must do once a backend change has happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +65,26 @@ fn own_key(root: &str) -> Vec<u8> {
     format!("{INTENT}own/{root}").into_bytes()
 }
 
+/// An intent for `effect` and the commit that records it.
+fn recording(effect: Effect) -> Result<(Intent, Commit), Error> {
+    let mut checks = vec![];
+    let (key, durability) = match &effect {
+        Effect::Own { root, .. } => {
+            let key = own_key(root);
+            checks.push(Check::Absent(owner_key(root)));
+            checks.push(Check::Absent(key.clone()));
+            // Its change is the root catalog's, in this store (see above).
+            (key, Durability::Soon)
+        }
+        // The change may be in another store: the intent is on disk before it.
+        _ => (format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(), Durability::Now),
+    };
+    let intent = Intent { key, at: now(), effect };
+    let value = serde_json::to_vec(&intent).map_err(|e| Error::Internal(e.to_string()))?;
+    let writes = vec![Write { key: intent.key.clone(), value: Some(value) }];
+    Ok((intent, Commit { checks, writes, durability }))
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -73,27 +93,24 @@ impl Authorizer {
     /// Records an intent before its backend change. Creating a root namespace that has
     /// an owner, or that somebody else is creating right now, is refused here (409).
     pub async fn intend(&self, effect: Effect) -> Result<Intent, Error> {
-        let mut checks = vec![];
-        let (key, durability) = match &effect {
-            Effect::Own { root, .. } => {
-                let key = own_key(root);
-                checks.push(Check::Absent(owner_key(root)));
-                checks.push(Check::Absent(key.clone()));
-                // Its change is the root catalog's, in this store (see above).
-                (key, Durability::Soon)
-            }
-            // The change may be in another store: the intent is on disk before it.
-            _ => (format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(), Durability::Now),
-        };
-        let intent = Intent { key, at: now(), effect };
-        let value = serde_json::to_vec(&intent).map_err(|e| Error::Internal(e.to_string()))?;
-        let write = Write { key: intent.key.clone(), value: Some(value) };
-        match self.space.commit_with(&checks, &[write], durability).await {
+        let (intent, commit) = recording(effect)?;
+        match self.space.make(&commit).await {
             Ok(()) => Ok(intent),
             Err(KvError::Conflict) => match &intent.effect {
                 Effect::Own { root, .. } => Err(Error::AlreadyExists(format!("namespace {root} already exists"))),
                 _ => Err(Error::Internal("an intent key was taken twice".into())),
             },
+            Err(e) => Err(store_err(e)),
+        }
+    }
+
+    /// As `intend`, in one commit with `also` (to the host key space: a location's
+    /// claim). `None` if a check of either failed, without saying which.
+    pub async fn intend_with(&self, effect: Effect, also: Commit) -> Result<Option<Intent>, Error> {
+        let (intent, commit) = recording(effect)?;
+        match self.space.make(&commit.join(also)).await {
+            Ok(()) => Ok(Some(intent)),
+            Err(KvError::Conflict) => Ok(None),
             Err(e) => Err(store_err(e)),
         }
     }
@@ -189,6 +206,30 @@ mod tests {
         assert_eq!(authz.current().await.unwrap().state.owner("sales").map(String::as_str), Some("acme"));
         assert!(authz.intents().await.unwrap().is_empty());
         assert!(matches!(authz.intend(own).await, Err(Error::AlreadyExists(_))), "an owned root exists");
+    }
+
+    #[tokio::test]
+    async fn an_intent_made_with_another_commit_lands_with_it_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let authz = authorizer(&dir).await;
+        let own = |root: &str| Effect::Own { root: root.into(), tenant: "acme".into() };
+        let claim = |check: Check| Commit {
+            checks: vec![check],
+            writes: vec![Write { key: b"loc/x/".to_vec(), value: Some(vec![]) }],
+            durability: Durability::Soon,
+        };
+        authz.space.commit(&[], &[Write { key: b"taken".to_vec(), value: Some(vec![]) }]).await.unwrap();
+        let refused = authz.intend_with(own("sales"), claim(Check::Absent(b"taken".to_vec()))).await.unwrap();
+        assert!(refused.is_none(), "the other commit's check failed");
+        assert!(authz.intents().await.unwrap().is_empty(), "so no intent was recorded");
+        assert!(authz.space.get(b"loc/x/").await.unwrap().is_none());
+
+        let intent = authz.intend_with(own("sales"), claim(Check::Present(b"taken".to_vec()))).await.unwrap();
+        assert!(intent.is_some());
+        assert_eq!(authz.intents().await.unwrap().len(), 1);
+        assert!(authz.space.get(b"loc/x/").await.unwrap().is_some(), "written with the intent");
+        let again = authz.intend_with(own("sales"), claim(Check::Present(b"taken".to_vec()))).await.unwrap();
+        assert!(again.is_none(), "the intent's own check holds too");
     }
 
     #[tokio::test]

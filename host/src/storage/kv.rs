@@ -44,6 +44,28 @@ pub enum Durability {
     Soon,
 }
 
+/// A commit not yet made: what it checks and writes, and when it must be on disk.
+/// Two meant for one key space can be made as one (`join`).
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub checks: Vec<Check>,
+    pub writes: Vec<Write>,
+    pub durability: Durability,
+}
+
+impl Commit {
+    /// Both commits as one: every check of each, every write of each, on disk as soon
+    /// as either must be.
+    pub fn join(mut self, other: Commit) -> Commit {
+        self.checks.extend(other.checks);
+        self.writes.extend(other.writes);
+        if other.durability == Durability::Now {
+            self.durability = Durability::Now;
+        }
+        self
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum KvError {
     #[error("a check did not hold")]
@@ -123,6 +145,11 @@ impl KvStore {
         }
     }
 
+    /// Makes `commit`.
+    pub async fn make(&self, commit: &Commit) -> Result<(), KvError> {
+        self.commit_with(&commit.checks, &commit.writes, commit.durability).await
+    }
+
     /// Applies every write if every check holds, atomically, on disk when `durability`
     /// says (a Postgres commit is always on disk when it returns).
     pub async fn commit_with(&self, checks: &[Check], writes: &[Write], durability: Durability) -> Result<(), KvError> {
@@ -160,4 +187,21 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_joined_commit_is_on_disk_as_soon_as_either_part_must_be() {
+        let part = |durability| Commit { checks: vec![], writes: vec![], durability };
+        for (a, b, joined) in [
+            (Durability::Soon, Durability::Soon, Durability::Soon),
+            (Durability::Soon, Durability::Now, Durability::Now),
+            (Durability::Now, Durability::Soon, Durability::Now),
+        ] {
+            assert_eq!(part(a).join(part(b)).durability, joined, "{a:?} with {b:?}");
+        }
+    }
 }

@@ -9,7 +9,7 @@
 //! A claim has an id. A table that moves (`set-location`) claims its new location
 //! under the same id, so dropping it releases every location it ever held.
 
-use super::kv::{prefix_end, Check, Durability, KvError, KvStore, Write};
+use super::kv::{prefix_end, Check, Commit, Durability, KvError, KvStore, Write};
 use super::location::Location;
 
 /// What holds a claim.
@@ -115,6 +115,24 @@ impl LocationIndex {
         id: ClaimId,
         own_namespaces: &[Location],
     ) -> Result<bool, ClaimError> {
+        match self.kv.make(&self.claim_commit(location, kind, id, own_namespaces)).await {
+            Ok(()) => Ok(true),
+            Err(KvError::Conflict) if self.holder(location).await? == Some(id) => Ok(false),
+            Err(KvError::Conflict) => Err(ClaimError::Overlap(location.to_string())),
+            Err(e) => Err(store(e)),
+        }
+    }
+
+    /// The commit `claim` makes, for a caller that makes it together with a commit of
+    /// its own to the host key space; a failed check in it says only that `claim` would
+    /// not have made a new claim.
+    pub fn claim_commit(
+        &self,
+        location: &Location,
+        kind: ClaimKind,
+        id: ClaimId,
+        own_namespaces: &[Location],
+    ) -> Commit {
         let key = claim_key(location);
         let mut checks: Vec<Check> = location
             .ancestors()
@@ -126,13 +144,8 @@ impl LocationIndex {
         value.push(kind.byte());
         let mut owned = owned_prefix(id);
         owned.extend_from_slice(location.to_string().as_bytes());
-        let writes = [Write { key, value: Some(value) }, Write { key: owned, value: Some(vec![]) }];
-        match self.kv.commit_with(&checks, &writes, self.claims).await {
-            Ok(()) => Ok(true),
-            Err(KvError::Conflict) if self.holder(location).await? == Some(id) => Ok(false),
-            Err(KvError::Conflict) => Err(ClaimError::Overlap(location.to_string())),
-            Err(e) => Err(store(e)),
-        }
+        let writes = vec![Write { key, value: Some(value) }, Write { key: owned, value: Some(vec![]) }];
+        Commit { checks, writes, durability: self.claims }
     }
 
     /// The id holding the claim exactly at `location`, if any.

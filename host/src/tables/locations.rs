@@ -10,6 +10,7 @@ use super::{no_such_namespace, Ident};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::BackendErrorKind;
+use crate::storage::kv::Commit;
 use crate::storage::location::{Location, LocationError};
 use crate::storage::location_index::{ClaimError, ClaimId, ClaimKind};
 use crate::storage::warehouse::Warehouse;
@@ -113,6 +114,13 @@ impl Placement {
     pub async fn claim(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> Result<Option<NewClaim>, Error> {
         let new = warehouse.index().claim(&self.location, kind, id, &self.chain.0).await.map_err(claim_error)?;
         Ok(new.then(|| NewClaim { location: self.location.clone(), id }))
+    }
+
+    /// The commit `claim` makes, to be made with another to the host key space, and the
+    /// claim it makes new.
+    pub fn claim_commit(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> (Commit, NewClaim) {
+        let commit = warehouse.index().claim_commit(&self.location, kind, id, &self.chain.0);
+        (commit, NewClaim { location: self.location.clone(), id })
     }
 }
 
