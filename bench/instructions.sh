@@ -5,8 +5,9 @@
 # answer $DURATION of wrk at concurrency 1 with counting on; printed: instructions per
 # request of both (user space only: the kernel's share is not counted), their ratio,
 # and the functions that cost rustberg most, per request. Then instructions per
-# updateTable commit, from 16 writers on 16 tables (the load of bench/commits.sh), and
-# per listing of 100 namespaces and of 100 tables (those of bench/listings.sh).
+# updateTable commit, from 16 writers on 16 tables (the load of bench/commits.sh), per
+# listing of 100 namespaces and of 100 tables (those of bench/listings.sh), and per
+# root namespace create from 16 writers.
 #
 #   bash bench/instructions.sh
 #   DURATION=20s TOP=40 bash bench/instructions.sh
@@ -56,6 +57,17 @@ commits=$(measure "http://127.0.0.1:$port" 16 -s "$out/commits.lua")
 listing_items
 namespace_listings=$(measure "$api/namespaces?pageToken=&pageSize=100")
 table_listings=$(measure "$api/namespaces/bench/tables?pageToken=&pageSize=100")
+# Root namespace creates from 16 writers, as bench/commits.sh makes them (the names
+# start with the second the run began: the warm-up's and the count's differ).
+cat > "$out/creates.lua" <<'LUA'
+local n, run = 0, os.time()
+request = function()
+  n = n + 1
+  wrk.headers["content-type"] = "application/json"
+  return wrk.format("POST", "/v1/catalog/namespaces", nil, string.format('{"namespace":["c%d-%d"]}', run, n))
+end
+LUA
+creates=$(measure "http://127.0.0.1:$port" 16 -s "$out/creates.lua")
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 noop_url="http://127.0.0.1:$((port + 1))"
@@ -72,6 +84,7 @@ echo "body: $(wc -c < "$out/body.json") bytes; $(grep -m1 'model name' /proc/cpu
 echo "instructions per request: no-op $noop, loadTable $rb ($(awk -v a="$rb" -v b="$noop" 'BEGIN {printf "%.1f", a / b}')x)"
 echo "instructions per updateTable commit, 16 writers on 16 tables: $(( $(total rustberg.out.2) / commits ))"
 echo "instructions per listing of 100: listNamespaces $(( $(total rustberg.out.3) / namespace_listings )), listTables $(( $(total rustberg.out.4) / table_listings ))"
+echo "instructions per root namespace create, 16 writers: $(( $(total rustberg.out.5) / creates ))"
 # The $TOP functions of count FILE that cost most, per request of N.
 top() { # top FILE N
   callgrind_annotate "$out/$1" 2>/dev/null \
