@@ -32,8 +32,11 @@ fn store_err(e: impl std::fmt::Display) -> KvError {
     KvError::Store(e.to_string())
 }
 
+/// The highest version the file's commits may have used (`Versions`).
 const COUNTER: TableDefinition<&str, u64> = TableDefinition::new("rustberg:counter");
 const VERSION_LEN: usize = 8;
+/// How many versions the counter reserves at a time.
+const VERSION_BLOCK: u64 = 1 << 16;
 /// The most commits one write transaction applies (a bound on what one fsync waits for).
 const MAX_BATCH: usize = 256;
 /// How long the committer waits for another commit to carry `Soon` commits to disk
@@ -107,6 +110,26 @@ struct Queued {
     done: oneshot::Sender<Result<(), KvError>>,
 }
 
+/// The versions the committer gives out. The counter records a block reserved ahead
+/// rather than the last version used, and is written only by the transaction that
+/// uses the first version past it: one table fewer written by nearly every
+/// transaction. A restart starts after the block, so no version is given twice; a
+/// transaction lost in a crash loses the versions it used along with their keys.
+struct Versions {
+    last: u64,
+    /// What the file's counter holds (as the last committed transaction left it).
+    reserved: u64,
+}
+
+impl Versions {
+    fn stored(db: &Database) -> Result<Self, KvError> {
+        let txn = db.begin_read().map_err(store_err)?;
+        let counter = txn.open_table(COUNTER).map_err(store_err)?;
+        let reserved = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0);
+        Ok(Versions { last: reserved, reserved })
+    }
+}
+
 /// The file's committer thread and the queue to it. Dropped with the last handle on
 /// the file: the queue closes, the thread finishes what it took and ends, and the
 /// drop waits for it, so the file is closed when the store is gone.
@@ -121,12 +144,13 @@ struct Committer {
 
 impl Committer {
     fn start(db: Arc<Database>, snapshots: Arc<Snapshots>) -> Result<Self, KvError> {
+        let mut versions = Versions::stored(&db)?;
         let (queue, queued) = mpsc::channel();
         let transactions = Arc::new(AtomicU64::new(0));
         let counted = transactions.clone();
         let thread = std::thread::Builder::new()
             .name("redb-commit".into())
-            .spawn(move || run(&db, &snapshots, &queued, &counted))
+            .spawn(move || run(&db, &snapshots, &mut versions, &queued, &counted))
             .map_err(store_err)?;
         Ok(Self { queue: Some(queue), thread: Some(thread), transactions })
     }
@@ -135,7 +159,13 @@ impl Committer {
 /// The committer's loop: takes each batch, commits it, and makes `Soon` commits durable
 /// when nothing else will (see the module's comment). Ends when the queue closes, with
 /// every transaction durable.
-fn run(db: &Database, snapshots: &Snapshots, queued: &mpsc::Receiver<Queued>, transactions: &AtomicU64) {
+fn run(
+    db: &Database,
+    snapshots: &Snapshots,
+    versions: &mut Versions,
+    queued: &mpsc::Receiver<Queued>,
+    transactions: &AtomicU64,
+) {
     // Transactions committed without an fsync since the last one with.
     let mut unsynced = 0;
     loop {
@@ -163,7 +193,7 @@ fn run(db: &Database, snapshots: &Snapshots, queued: &mpsc::Receiver<Queued>, tr
         // Commits that queued together share one fsync whatever they ask: a transaction
         // of their own for the `Soon` ones would cost more than the fsync saves.
         let durable = batch.len() > 1 || unsynced >= MAX_UNSYNCED || batch[0].durability == Durability::Now;
-        commit_batch(db, snapshots, batch, durable, transactions);
+        commit_batch(db, snapshots, versions, batch, durable, transactions);
         unsynced = if durable { 0 } else { unsynced + 1 };
     }
 }
@@ -183,19 +213,29 @@ impl Drop for Committer {
 /// is tried again in a transaction of its own, so such a failure is only the failing
 /// commit's. If the transaction itself fails to commit, every commit in it is told so
 /// (its outcome is unknown).
-fn commit_batch(db: &Database, snapshots: &Snapshots, batch: Vec<Queued>, durable: bool, transactions: &AtomicU64) {
-    let applied = begin(db, durable).and_then(|txn| apply_all(&txn, &batch).map(|outcomes| (txn, outcomes)));
-    let (txn, outcomes) = match applied {
+fn commit_batch(
+    db: &Database,
+    snapshots: &Snapshots,
+    versions: &mut Versions,
+    batch: Vec<Queued>,
+    durable: bool,
+    transactions: &AtomicU64,
+) {
+    let applied = begin(db, durable).and_then(|txn| apply_all(&txn, versions, &batch).map(|outcomes| (txn, outcomes)));
+    let (txn, (outcomes, reserved)) = match applied {
         Ok(applied) => applied,
         Err(_) if batch.len() > 1 => {
             for queued in batch {
-                commit_batch(db, snapshots, vec![queued], durable, transactions);
+                commit_batch(db, snapshots, versions, vec![queued], durable, transactions);
             }
             return;
         }
         Err(e) => return answer(batch, |_| Err(e.clone())),
     };
     let committed = txn.commit().map_err(store_err);
+    if let (Ok(()), Some(reserved)) = (&committed, reserved) {
+        versions.reserved = reserved;
+    }
     if durable {
         synced(transactions);
     }
@@ -239,12 +279,16 @@ fn synced(transactions: &AtomicU64) {
     crate::telemetry::redb_transaction();
 }
 
+/// The outcome of each commit of a batch, and the counter the transaction wrote (if it
+/// reserved a block).
+type Applied = (Vec<Result<(), KvError>>, Option<u64>);
+
 /// Applies each commit of `batch` in order inside `txn`: its writes if every one of
-/// its checks holds (each gets the next version), else nothing of it. The outcome of
-/// each; an error if the store failed, after which `txn` must not be committed.
-fn apply_all(txn: &WriteTransaction, batch: &[Queued]) -> Result<Vec<Result<(), KvError>>, KvError> {
-    let mut counter = txn.open_table(COUNTER).map_err(store_err)?;
-    let mut version = counter.get("version").map_err(store_err)?.map(|v| v.value()).unwrap_or(0);
+/// its checks holds (each gets the next version), else nothing of it. An error if the
+/// store failed, after which `txn` must not be committed.
+fn apply_all(txn: &WriteTransaction, versions: &mut Versions, batch: &[Queued]) -> Result<Applied, KvError> {
+    // Versions used by a transaction that is not committed are not used again.
+    let version = &mut versions.last;
     let mut outcomes = Vec::with_capacity(batch.len());
     let mut stored = Vec::new();
     for queued in batch {
@@ -253,7 +297,7 @@ fn apply_all(txn: &WriteTransaction, batch: &[Queued]) -> Result<Vec<Result<(), 
             outcomes.push(Err(KvError::Conflict));
             continue;
         }
-        version += 1;
+        *version += 1;
         for write in &queued.writes {
             match &write.value {
                 Some(value) => {
@@ -269,8 +313,12 @@ fn apply_all(txn: &WriteTransaction, batch: &[Queued]) -> Result<Vec<Result<(), 
         }
         outcomes.push(Ok(()));
     }
-    counter.insert("version", version).map_err(store_err)?;
-    Ok(outcomes)
+    if *version <= versions.reserved {
+        return Ok((outcomes, None));
+    }
+    let reserved = *version + VERSION_BLOCK;
+    txn.open_table(COUNTER).map_err(store_err)?.insert("version", reserved).map_err(store_err)?;
+    Ok((outcomes, Some(reserved)))
 }
 
 /// Whether every check holds in `table` as the transaction sees it.
@@ -605,6 +653,26 @@ mod tests {
         a.commit(vec![], vec![Write { key: b"k".to_vec(), value: None }]).await.unwrap();
         a.commit(vec![], vec![put(b"k", b"1")]).await.unwrap();
         assert_ne!(a.get(b"k").unwrap().unwrap().version, first);
+    }
+
+    #[tokio::test]
+    async fn versions_grow_across_a_reopen_though_few_commits_write_the_counter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv.redb");
+        let mut seen = vec![];
+        for _ in 0..3 {
+            let store = RedbStore::open(&path).unwrap();
+            let a = store.space("a").unwrap();
+            for i in 0..5 {
+                a.commit(vec![], vec![put(b"k", b"")]).await.unwrap();
+                a.commit(vec![], vec![put(format!("{i}").as_bytes(), b"")]).await.unwrap();
+                seen.push(a.get(b"k").unwrap().unwrap().version);
+            }
+        }
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "every version after the last: {seen:?}");
+        // One block per open: the counter was written by 3 of the 30 commits.
+        let reserved = Versions::stored(&RedbStore::open(&path).unwrap().db).unwrap().reserved;
+        assert_eq!(reserved, seen[10] + VERSION_BLOCK, "reserved by the first commit after the last open: {seen:?}");
     }
 
     #[tokio::test]
