@@ -57,16 +57,8 @@ commits=$(measure "http://127.0.0.1:$port" 16 -s "$out/commits.lua")
 listing_items
 namespace_listings=$(measure "$api/namespaces?pageToken=&pageSize=100")
 table_listings=$(measure "$api/namespaces/bench/tables?pageToken=&pageSize=100")
-# Root namespace creates from 16 writers, as bench/commits.sh makes them (the names
-# start with the second the run began: the warm-up's and the count's differ).
-cat > "$out/creates.lua" <<'LUA'
-local n, run = 0, os.time()
-request = function()
-  n = n + 1
-  wrk.headers["content-type"] = "application/json"
-  return wrk.format("POST", "/v1/catalog/namespaces", nil, string.format('{"namespace":["c%d-%d"]}', run, n))
-end
-LUA
+# Root namespace creates from 16 writers, as bench/commits.sh makes them.
+create_load /v1/catalog created > "$out/creates.lua"
 creates=$(measure "http://127.0.0.1:$port" 16 -s "$out/creates.lua")
 kill "$pid"; wait "$pid" 2>/dev/null || true
 

@@ -114,14 +114,15 @@ commit_tables() {
 }
 
 # `create_load PREFIX TAG`: a wrk script whose every request creates a new root
-# namespace, TAG-1, TAG-2, …
+# namespace, TAG-<second the run began>-1, -2, … (two runs of one script, a warm-up
+# and a count, create different names).
 create_load() {
   cat <<LUA
-local n = 0
+local n, run = 0, os.time()
 request = function()
   n = n + 1
   wrk.headers["content-type"] = "application/json"
-  return wrk.format("POST", "$1/namespaces", nil, string.format('{"namespace":["$2-%d"]}', n))
+  return wrk.format("POST", "$1/namespaces", nil, string.format('{"namespace":["$2-%d-%d"]}', run, n))
 end
 LUA
 }
