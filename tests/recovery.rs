@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, components_dir, schema, Api, Server};
+use support::{assert_error, components_dir, hash_secret, schema, Api, Server};
 
 async fn grants(admin: &Api) -> Vec<Value> {
     let (status, body) = admin.send(Method::GET, "/management/v1/grants", None).await;
@@ -126,4 +126,85 @@ async fn start_up_settles_what_a_crash_left_half_done() {
     let file = dir.path().join("data/catalog.redb");
     assert_eq!(host_keys(&file, "intent/").await, Vec::<String>::new(), "every intent was settled");
     assert_eq!(host_keys(&file, "owner/").await, ["owner/half", "owner/kept"]);
+}
+
+/// A root catalog whose namespace creates wait as long as their `test.delay-ms`
+/// property says, with a writer in each of the tenants acme and evil.
+fn slow_creates_for_two_tenants() -> (Server, Api, Api) {
+    let principals: String = ["acme", "evil"]
+        .iter()
+        .map(|t| {
+            format!(
+                "[auth.principals.{t}]\ntenant = \"{t}\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n",
+                hash_secret(&format!("{t}-secret"))
+            )
+        })
+        .collect();
+    let flaky = components_dir().join("flaky.wasm");
+    let s = Server::start(&format!("[storage]\nbackend = \"{}\"\n{principals}", flaky.display()));
+    let (acme, evil) = (s.login("acme", "acme-secret"), s.login("evil", "evil-secret"));
+    (s, acme, evil)
+}
+
+/// Where the server's warehouse is, as its start-up output says.
+fn warehouse(s: &Server) -> String {
+    let output = s.output();
+    let line = output.lines().find_map(|l| l.strip_prefix("rustberg: warehouse ")).expect("the warehouse is printed");
+    line.trim().to_string()
+}
+
+/// Another tenant's namespace placed at `location` or inside it is refused.
+async fn location_is_held(evil: &Api, location: &str) {
+    for over in [location.to_string(), format!("{location}/x")] {
+        let got = evil.post("/namespaces", json!({"namespace": ["evil"], "properties": {"location": over}})).await;
+        assert!(got.0 == 400 || got.0 == 409, "a namespace at {over} was not refused: {} {}", got.0, got.1);
+    }
+}
+
+/// A root namespace another request is still creating is refused to a second creator
+/// (409), who must not settle the first create's intent while it is under way: taken
+/// for a failed create and abandoned, it let the second creator own the name, and the
+/// first, failing after all, released the location claim both had relied on, so
+/// another namespace could then be placed over the created one's files.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_being_created_is_not_settled_by_a_second_creator() {
+    let (s, acme, evil) = slow_creates_for_two_tenants();
+
+    // acme's create waits in the backend for a second and a half; evil asks meanwhile.
+    let slow = json!({"namespace": ["contested"], "properties": {"test.delay-ms": "1500"}});
+    let (created, second) = tokio::join!(acme.post("/namespaces", slow), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        evil.post("/namespaces", json!({"namespace": ["contested"]})).await
+    });
+    assert_error(&second, 409, "AlreadyExistsException");
+    assert_eq!(created.0, 200, "{}", created.1);
+    assert_eq!(acme.get("/namespaces/contested").await.0, 200, "acme owns what it created");
+    assert_error(&evil.get("/namespaces/contested").await, 404, "NoSuchNamespaceException");
+
+    // The created namespace still holds its location.
+    location_is_held(&evil, &format!("{}/contested", warehouse(&s))).await;
+}
+
+/// Two creates of one nested namespace at once: one lands, the other answers 409, and
+/// the namespace keeps its location's claim (the creates share it: the one that failed
+/// must not release it from under the one that landed).
+#[tokio::test(flavor = "multi_thread")]
+async fn two_creates_of_one_namespace_leave_it_its_location() {
+    let (s, acme, _) = slow_creates_for_two_tenants();
+    assert_eq!(acme.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
+    let (first, second) = tokio::join!(acme.post("/namespaces", slow), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        acme.post("/namespaces", json!({"namespace": ["db", "x"]})).await
+    });
+    let mut statuses = [first.0, second.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "one create lands: {} {}", first.1, second.1);
+    // Only a table of `db` may be placed inside `db`'s location (`db`'s claim keeps
+    // every other out): not over `db.x`'s.
+    for over in ["db/x", "db/x/t"] {
+        let body = json!({"name": "t", "schema": schema(), "location": format!("{}/{over}", warehouse(&s))});
+        let got = acme.post("/namespaces/db/tables", body).await;
+        assert!(got.0 == 400 || got.0 == 409, "a table at {over} was not refused: {} {}", got.0, got.1);
+    }
 }

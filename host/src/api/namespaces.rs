@@ -21,6 +21,7 @@ use crate::plugins::{BackendErrorKind, Listing};
 use crate::recovery;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::tables::locations::{self, NewClaim, Placement};
+use crate::tables::serial;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
@@ -204,6 +205,8 @@ pub async fn create(
     }
     mount.check_writable()?;
     let mut properties: Vec<(String, String)> = req.properties.into_iter().collect();
+    // Creates of one name share its location's claim (see `tables::serial`).
+    let _turn = serial::namespace_one_at_a_time(&mount.space, local).await;
     let stored = if mount.name.is_none() && parent.is_empty() {
         // New in the root catalog: its owner is the creator's tenant, recorded with it.
         create_root(&state, mount, local, properties, &ns, tenant).await?
@@ -353,6 +356,8 @@ pub async fn drop(
     let (mount, local) = state.mounts.route(&ns);
     refuse_mount_root(mount, local, "be dropped")?;
     mount.check_writable()?;
+    // A create of the name just after the drop would share the claim released below.
+    let _turn = serial::namespace_one_at_a_time(&mount.space, local).await;
     let dropped = async {
         match mount.backend.drop_namespace(local.to_vec()).await {
             Ok(()) => Ok(()),

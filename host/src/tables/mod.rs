@@ -6,7 +6,7 @@ pub mod backfill;
 pub mod held;
 pub mod locations;
 mod purge;
-mod serial;
+pub mod serial;
 mod staged;
 pub mod views;
 

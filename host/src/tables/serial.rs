@@ -1,29 +1,53 @@
-//! Commits to one table run one at a time in this process. Losing the compare-and-swap
-//! to a sibling request would only cost a retry; and through a store that cannot check
-//! versions (moto's Glue ignores `VersionId`), two commits made through one host can
-//! never both read the same base and both land. Several hosts still rely on the
-//! backend's own compare-and-swap.
+//! Changes to one table, and creates and drops of one namespace, run one at a time in
+//! this process.
+//!
+//! Tables: losing the compare-and-swap to a sibling request would only cost a retry;
+//! and through a store that cannot check versions (moto's Glue ignores `VersionId`),
+//! two commits made through one host can never both read the same base and both land.
+//! Several hosts still rely on the backend's own compare-and-swap.
+//!
+//! Namespaces: every create of a namespace claims its location under the same id (so a
+//! retry finds its own claim), and a create that fails releases the claim it made. Two
+//! creates of one name at once would share that claim, and the one that failed could
+//! release the claim of the one that landed; likewise a drop releasing the claim of a
+//! create that came just after it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::plugins::bindings::Ident;
 
-type Key = (String, Vec<String>, String);
+/// What is changed one at a time: a table by (namespace, name), a namespace by its path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Subject {
+    Table(Vec<String>, String),
+    Namespace(Vec<String>),
+}
 
-/// The locks of tables being committed to, by (mount space, namespace, name).
+type Key = (String, Subject);
+
+/// The locks of what is being changed, by (mount space, subject).
 static LOCKS: std::sync::LazyLock<Mutex<HashMap<Key, Weak<tokio::sync::Mutex<()>>>>> =
     std::sync::LazyLock::new(Default::default);
 
-/// Past this many entries, the ones no commit holds are swept.
+/// Past this many entries, the ones no change holds are swept.
 const SWEEP_AT: usize = 1024;
 
 /// Waits until no other commit to this table runs in this process; the guard lets the
 /// next one in when dropped.
 pub async fn one_at_a_time(space: &str, ident: &Ident) -> tokio::sync::OwnedMutexGuard<()> {
-    let key = (space.to_string(), ident.namespace.clone(), ident.name.clone());
+    turn((space.to_string(), Subject::Table(ident.namespace.clone(), ident.name.clone()))).await
+}
+
+/// Waits until no other create or drop of this namespace (its path in the mount) runs
+/// in this process; the guard lets the next one in when dropped.
+pub async fn namespace_one_at_a_time(space: &str, local: &[String]) -> tokio::sync::OwnedMutexGuard<()> {
+    turn((space.to_string(), Subject::Namespace(local.to_vec()))).await
+}
+
+async fn turn(key: Key) -> tokio::sync::OwnedMutexGuard<()> {
     let lock = {
-        let mut locks = LOCKS.lock().expect("table locks");
+        let mut locks = LOCKS.lock().expect("serial locks");
         if locks.len() >= SWEEP_AT {
             locks.retain(|_, lock| lock.strong_count() > 0);
         }
@@ -53,6 +77,19 @@ mod tests {
         let waiting = tokio::spawn(async move { one_at_a_time("s", &t).await });
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "a second commit to the same table waits");
+        drop(held);
+        tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_namespace_is_held_apart_from_a_table_of_the_same_path() {
+        let table = Ident { namespace: vec!["a".into()], name: "b".into() };
+        let _commit = one_at_a_time("s", &table).await;
+        let path = vec!["a".to_string(), "b".to_string()];
+        let held = namespace_one_at_a_time("s", &path).await;
+        let waiting = tokio::spawn(async move { namespace_one_at_a_time("s", &path).await });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "a second create of the same namespace waits");
         drop(held);
         tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await.unwrap().unwrap();
     }

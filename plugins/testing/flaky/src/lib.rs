@@ -3,7 +3,9 @@
 //! Namespaces and table pointers live in the kv key space. `commit-table` swaps the
 //! pointer and then traps; so do the creates and drops of namespaces and tables named
 //! `unknown-…`. The host must keep the metadata file it wrote, since the pointer names
-//! it, and carry through what goes with the change (an owner, revoked grants).
+//! it, and carry through what goes with the change (an owner, revoked grants). A
+//! namespace created with the property `test.delay-ms` waits that long before it is
+//! written, so a test can act while the create is under way.
 
 wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
 
@@ -64,6 +66,10 @@ impl Guest for Flaky {
     }
 
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
+        let delay = props.iter().find(|(k, _)| k == "test.delay-ms").and_then(|(_, v)| v.parse().ok());
+        if let Some(ms) = delay {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let key = namespace_key(&ns);
         kv::commit(&[Check::Absent(key.clone())], &[write(key, vec![])])
             .map_err(|_| Error::AlreadyExists("namespace exists".into()))?;
