@@ -142,3 +142,27 @@ async fn grants_and_revocations_apply_on_every_host_at_once() {
     let (status, held) = eve_on_a.send(Method::GET, "/management/v1/permissions?namespace=shared", None).await;
     assert_eq!((status, &held["privilege"]), (200, &json!("write")), "created through b, owned on a: {held}");
 }
+
+/// On a shared store, an intent to create a root namespace that another host may still
+/// be carrying out (younger than ten minutes) is not settled by a second create of the
+/// name, which answers 409; one older than that was left by a host that stopped, and
+/// the next create settles it and proceeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_root_another_host_may_be_creating_is_left_to_it() {
+    use rustberg::storage::kv::{PgStore, Write};
+    let Some(pg) = postgres_database().await else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let server = Server::start(&shared_config(&pg, warehouse.path()));
+    let a = server.login("root", "pw");
+    let host = PgStore::connect(&pg, std::time::Duration::from_secs(5)).await.unwrap().space("rustberg:host");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let intent = |root: &str, at: u64| Write {
+        key: format!("intent/own/{root}").into_bytes(),
+        value: Some(serde_json::to_vec(&json!({"at": at, "effect": "own", "root": root, "tenant": "ops"})).unwrap()),
+    };
+    host.commit(&[], &[intent("busy", now), intent("left", now - 3600)]).await.unwrap();
+
+    let busy = a.post("/namespaces", json!({"namespace": ["busy"]})).await;
+    assert_eq!(busy.0, 409, "{}", busy.1);
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["left"]})).await.0, 200);
+}

@@ -13,10 +13,6 @@ use crate::mounts::Mounts;
 use crate::plugins::bindings::Ident;
 use crate::plugins::BackendErrorKind;
 
-/// On a store several hosts share, an intent younger than this may belong to a request
-/// another host is still serving: start-up leaves it alone (and says so).
-const SHARED_GRACE_SECS: u64 = 600;
-
 /// Runs `change` (a backend change) under an intent for `effect`, and settles the
 /// intent by its outcome.
 pub async fn with_intent<T>(
@@ -27,13 +23,16 @@ pub async fn with_intent<T>(
 ) -> Result<T, Error> {
     let intent = match (authz.intend(effect.clone()).await, &effect) {
         // A create of this root that failed earlier without telling whether it applied
-        // blocks the name until it is settled: settle it now, then try again.
+        // blocks the name until it is settled: settle it now, then try again. One another
+        // host may still be carrying out is its to settle: abandoned now, the name would
+        // go to whichever create landed, and the location claim both share could be
+        // released by the one that failed.
         (Err(Error::AlreadyExists(exists)), Effect::Own { root, .. }) => match authz.pending_creation(root).await? {
-            Some(earlier) => {
+            Some(earlier) if !authz.may_be_in_flight(&earlier) => {
                 settle(authz, mounts, &earlier).await?;
                 authz.intend(effect).await?
             }
-            None => return Err(Error::AlreadyExists(exists)),
+            _ => return Err(Error::AlreadyExists(exists)),
         },
         (intent, _) => intent?,
     };
@@ -105,13 +104,13 @@ async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
     }
 }
 
-/// Settles every intent a crash left behind; `shared` says whether other hosts may be
-/// serving from the same store right now. Returns how many it settled and how many it
-/// left (each reported in the log).
-pub async fn repair(authz: &Authorizer, mounts: &Mounts, shared: bool) -> Result<(usize, usize), Error> {
+/// Settles every intent a crash left behind, but those another host sharing the store
+/// may still be carrying out. Returns how many it settled and how many it left (each
+/// reported in the log).
+pub async fn repair(authz: &Authorizer, mounts: &Mounts) -> Result<(usize, usize), Error> {
     let (mut settled, mut left) = (0, 0);
     for intent in authz.intents().await? {
-        if shared && intent.age_secs() < SHARED_GRACE_SECS {
+        if authz.may_be_in_flight(&intent) {
             tracing::info!(effect = ?intent.effect, "start-up repair: left alone, another host may be serving it");
             left += 1;
             continue;

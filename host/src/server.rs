@@ -202,8 +202,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let audit = AuditLog::open(&config.audit).context("opening the audit log ([audit] file)")?;
     let authz = Authorizer::load(host.clone(), mount_owners).await?.audited(audit);
     // Before anybody is served: a crash may have cut a change short.
-    let shared = matches!(host, KvStore::Postgres(_));
-    let (settled, left) = crate::recovery::repair(&authz, &mounts, shared).await?;
+    let (settled, left) = crate::recovery::repair(&authz, &mounts).await?;
     if settled + left > 0 {
         println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
     }

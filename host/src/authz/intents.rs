@@ -11,6 +11,12 @@
 //! that loses it leaves the intent, and start-up settles it the same way. Nor need
 //! the intent to own a new root: its backend change is a commit to the same store,
 //! made after it, and a store never keeps a commit without those before it.
+//!
+//! Only an intent no request is carrying out any more may be settled by another:
+//! settled while its change is under way, it would be abandoned just before the
+//! change lands. On one host, creates and drops of one namespace run one at a time
+//! (`tables::serial`), so a create that finds its name's intent finds one its request
+//! left; another host sharing the store may still be carrying its own out.
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +65,10 @@ impl Intent {
         now().saturating_sub(self.at)
     }
 }
+
+/// On a store several hosts share, an intent younger than this may belong to a request
+/// another host is still serving.
+const SHARED_GRACE_SECS: u64 = 600;
 
 /// One key per root namespace being created: two creators of one name meet here.
 fn own_key(root: &str) -> Vec<u8> {
@@ -113,6 +123,12 @@ impl Authorizer {
             Err(KvError::Conflict) => Ok(None),
             Err(e) => Err(store_err(e)),
         }
+    }
+
+    /// Whether another host sharing the store may still be carrying `intent` out, so
+    /// that settling it now could abandon a change about to land (see the module note).
+    pub fn may_be_in_flight(&self, intent: &Intent) -> bool {
+        self.shared() && intent.age_secs() < SHARED_GRACE_SECS
     }
 
     /// The intent to create the root namespace `root`, if one is waiting.
