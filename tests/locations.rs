@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use support::moto::Moto;
 use support::python::run_pytest;
-use support::{assert_error, components_dir, hash_secret, schema, Api, Server};
+use support::{acme_and_evil_writers, assert_error, components_dir, schema, Api, Server};
 
 /// Where the victim's table lives.
 #[derive(Clone, Copy, Debug)]
@@ -35,15 +35,6 @@ struct Lab {
     victim_ns: Vec<&'static str>,
 }
 
-fn principals() -> String {
-    format!(
-        "[auth.principals.acme]\ntenant = \"acme\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n\
-         [auth.principals.evil]\ntenant = \"evil\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n",
-        hash_secret("acme-secret"),
-        hash_secret("evil-secret")
-    )
-}
-
 async fn lab(store: Store) -> Lab {
     let dir = tempfile::tempdir().unwrap();
     let moto = match store {
@@ -62,7 +53,7 @@ async fn lab(store: Store) -> Lab {
             moto.url
         );
     }
-    config += &principals();
+    config += &acme_and_evil_writers();
     let victim_ns = match store {
         Store::RedbMount => {
             // The mount's warehouse lies inside the root's: the root catalog must not reach it.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, components_dir, hash_secret, schema, Api, Server};
+use support::{acme_and_evil_writers, assert_error, components_dir, schema, Api, Server};
 
 async fn grants(admin: &Api) -> Vec<Value> {
     let (status, body) = admin.send(Method::GET, "/management/v1/grants", None).await;
@@ -131,15 +131,7 @@ async fn start_up_settles_what_a_crash_left_half_done() {
 /// A root catalog whose namespace creates wait as long as their `test.delay-ms`
 /// property says, with a writer in each of the tenants acme and evil.
 fn slow_creates_for_two_tenants() -> (Server, Api, Api) {
-    let principals: String = ["acme", "evil"]
-        .iter()
-        .map(|t| {
-            format!(
-                "[auth.principals.{t}]\ntenant = \"{t}\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n",
-                hash_secret(&format!("{t}-secret"))
-            )
-        })
-        .collect();
+    let principals = acme_and_evil_writers();
     let flaky = components_dir().join("flaky.wasm");
     let s = Server::start(&format!("[storage]\nbackend = \"{}\"\n{principals}", flaky.display()));
     let (acme, evil) = (s.login("acme", "acme-secret"), s.login("evil", "evil-secret"));

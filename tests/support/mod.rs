@@ -245,6 +245,20 @@ pub fn token_for(base: &str, id: &str, secret: &str) -> String {
     .unwrap()
 }
 
+/// The configuration of two writers, `acme` and `evil`, each in a tenant of its own name,
+/// with the secrets `acme-secret` and `evil-secret`: the two sides of the cross-tenant tests.
+pub fn acme_and_evil_writers() -> String {
+    ["acme", "evil"]
+        .iter()
+        .map(|t| {
+            format!(
+                "[auth.principals.{t}]\ntenant = \"{t}\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n",
+                hash_secret(&format!("{t}-secret"))
+            )
+        })
+        .collect()
+}
+
 /// Hashes a secret with the server's own `hash-secret` command.
 pub fn hash_secret(secret: &str) -> String {
     use std::io::Write;

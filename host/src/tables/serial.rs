@@ -65,7 +65,21 @@ async fn turn(key: Key) -> tokio::sync::OwnedMutexGuard<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use tokio::sync::OwnedMutexGuard;
+
     use super::*;
+
+    /// `second` waits while `held` is held, and gets in once it is dropped.
+    async fn waits_for(held: OwnedMutexGuard<()>, second: impl Future<Output = OwnedMutexGuard<()>> + Send + 'static) {
+        let waiting = tokio::spawn(second);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "the second change waits");
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(1), waiting).await.unwrap().unwrap();
+    }
 
     #[tokio::test]
     async fn one_table_at_a_time_and_others_meanwhile() {
@@ -74,11 +88,7 @@ mod tests {
         let held = one_at_a_time("s", &t).await;
         // Another table is not held up.
         let _other = one_at_a_time("s", &u).await;
-        let waiting = tokio::spawn(async move { one_at_a_time("s", &t).await });
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "a second commit to the same table waits");
-        drop(held);
-        tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await.unwrap().unwrap();
+        waits_for(held, async move { one_at_a_time("s", &t).await }).await;
     }
 
     #[tokio::test]
@@ -86,11 +96,9 @@ mod tests {
         let table = Ident { namespace: vec!["a".into()], name: "b".into() };
         let _commit = one_at_a_time("s", &table).await;
         let path = vec!["a".to_string(), "b".to_string()];
-        let held = namespace_one_at_a_time("s", &path).await;
-        let waiting = tokio::spawn(async move { namespace_one_at_a_time("s", &path).await });
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "a second create of the same namespace waits");
-        drop(held);
-        tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await.unwrap().unwrap();
+        let held = tokio::time::timeout(Duration::from_secs(1), namespace_one_at_a_time("s", &path))
+            .await
+            .expect("a table's commit does not hold up its namesake namespace");
+        waits_for(held, async move { namespace_one_at_a_time("s", &path).await }).await;
     }
 }
