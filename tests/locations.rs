@@ -312,6 +312,21 @@ async fn namespace_locations_nest_and_stay() {
     assert_error(&acme.post("/namespaces/db/properties", remove).await, 400, "BadRequestException");
 }
 
+/// A create refused because its name is taken keeps no claim on the location it asked
+/// for (the namespace that exists is elsewhere), so another namespace may go there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_create_of_a_taken_name_leaves_its_location_free() {
+    let lab = lab(Store::RootFiles).await;
+    let acme = &lab.acme;
+    let other = json!({"location": format!("{}/db/other", lab.warehouse)});
+    assert_eq!(acme.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(acme.post("/namespaces", json!({"namespace": ["db", "x"]})).await.0, 200);
+    let again = acme.post("/namespaces", json!({"namespace": ["db", "x"], "properties": other})).await;
+    assert_error(&again, 409, "AlreadyExistsException");
+    let (status, created) = acme.post("/namespaces", json!({"namespace": ["db", "y"], "properties": other})).await;
+    assert_eq!(status, 200, "{created}");
+}
+
 /// A backend that fails after applying a change: the server keeps the metadata file
 /// the pointer now names and answers commit-state-unknown, so the table still loads.
 #[tokio::test(flavor = "multi_thread")]

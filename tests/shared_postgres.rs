@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::json;
-use support::{assert_history, hash_secret, postgres_database, race_appends, schema, Server};
+use support::{assert_history, components_dir, hash_secret, postgres_database, race_appends, schema, Api, Server};
 
 /// The configuration of every host over database `pg`, with one warehouse folder
 /// and the server admin `root` (secret `pw`).
@@ -165,4 +165,63 @@ async fn a_root_another_host_may_be_creating_is_left_to_it() {
     let busy = a.post("/namespaces", json!({"namespace": ["busy"]})).await;
     assert_eq!(busy.0, 409, "{}", busy.1);
     assert_eq!(a.post("/namespaces", json!({"namespace": ["left"]})).await.0, 200);
+}
+
+/// Two hosts whose root catalog is the flaky test component (a namespace create waits
+/// as long as its `test.delay-ms` property says), with a namespace `db`; `None` when no
+/// PostgreSQL is reachable. The servers and the warehouse folder are kept while they run.
+async fn two_hosts_with_slow_creates() -> Option<(tempfile::TempDir, [Server; 2], Api, Api)> {
+    let pg = postgres_database().await?;
+    let warehouse = tempfile::tempdir().unwrap();
+    let flaky = components_dir().join("flaky.wasm");
+    let config = shared_config(&pg, warehouse.path()).replacen(
+        "[storage]\n",
+        &format!("[storage]\nbackend = \"{}\"\n", flaky.display()),
+        1,
+    );
+    let (host_a, host_b) = (Server::start(&config), Server::start(&config));
+    let (a, b) = (host_a.login("root", "pw"), host_b.login("root", "pw"));
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    Some((warehouse, [host_a, host_b], a, b))
+}
+
+/// Only a table of `db.x` may be placed at `db.x`'s location or inside it.
+async fn x_holds_its_location(host: &Api, warehouse: &std::path::Path) {
+    for over in ["db/x", "db/x/t"] {
+        let body =
+            json!({"name": "t", "schema": schema(), "location": format!("file://{}/{over}", warehouse.display())});
+        let got = host.post("/namespaces/db/tables", body).await;
+        assert!(got.0 == 400 || got.0 == 409, "a table of db at {over} was not refused: {} {}", got.0, got.1);
+    }
+}
+
+/// Creates of one namespace on two hosts at once share its location's claim (it has
+/// the name's id): the one that finds the name taken must not release the claim the
+/// other landed with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn creates_of_one_namespace_on_two_hosts_leave_it_its_location() {
+    let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
+    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
+    let (first, second) = tokio::join!(a.post("/namespaces", slow), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        b.post("/namespaces", json!({"namespace": ["db", "x"]})).await
+    });
+    assert_eq!((first.0, second.0), (409, 200), "the quicker create lands: {} {}", first.1, second.1);
+    x_holds_its_location(&a, warehouse.path()).await;
+}
+
+/// A namespace dropped on one host while another host creates it again: the create
+/// found the dropped one's claim (same name, same id), which the drop then released,
+/// so the create claims its location anew once it has landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_namespace_recreated_while_another_host_drops_it_keeps_its_location() {
+    let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["db", "x"]})).await.0, 200);
+    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
+    let (created, dropped) = tokio::join!(b.post("/namespaces", slow), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        a.delete("/namespaces/db%1Fx").await
+    });
+    assert_eq!((created.0, dropped.0), (200, 204), "{} {}", created.1, dropped.1);
+    x_holds_its_location(&a, warehouse.path()).await;
 }

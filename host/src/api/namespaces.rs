@@ -19,6 +19,7 @@ use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::{BackendErrorKind, Listing};
 use crate::recovery;
+use crate::storage::location::Location;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::tables::locations::{self, NewClaim, Placement};
 use crate::tables::serial;
@@ -277,23 +278,39 @@ async fn claim_and_create(
     ns: &[String],
     placement: Option<Placement>,
 ) -> Result<Vec<(String, String)>, Error> {
-    let claim = match placement {
-        Some(placement) => {
-            match placement.claim(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local)).await {
-                Ok(claim) => claim,
-                // Another namespace's location property, or a table's, took it.
-                Err(e) => {
-                    return Err(match mount.backend.load_namespace(local.to_vec()).await {
-                        Ok(_) => already_exists(ns),
-                        Err(found) if found.kind == BackendErrorKind::NotFound => e,
-                        Err(failed) => Error::from_backend(failed, absent(ns)),
-                    })
-                }
-            }
-        }
-        None => None,
+    let Some(placement) = placement else {
+        return create_claimed(mount, local, properties, ns, None).await;
     };
-    create_claimed(mount, local, properties, ns, claim).await
+    let (warehouse, id) = (mount.warehouse()?, claim_id(mount, local));
+    let claim = match placement.claim(warehouse, ClaimKind::Namespace, id).await {
+        Ok(claim) => claim,
+        // Another namespace's location property, or a table's, took it.
+        Err(e) => {
+            return Err(match mount.backend.load_namespace(local.to_vec()).await {
+                Ok(_) => already_exists(ns),
+                Err(found) if found.kind == BackendErrorKind::NotFound => e,
+                Err(failed) => Error::from_backend(failed, absent(ns)),
+            })
+        }
+    };
+    let held_before = claim.is_none();
+    let stored = create_claimed(mount, local, properties, ns, claim).await?;
+    if held_before {
+        // The claim was there already (a retry's, or a dropped namespace's of this name
+        // that another host sharing the store was releasing): make sure it still is.
+        if let Err(e) = placement.claim(warehouse, ClaimKind::Namespace, id).await {
+            undo_create(mount, local).await;
+            return Err(e);
+        }
+    }
+    Ok(stored)
+}
+
+/// Drops a namespace just created whose location was taken meanwhile.
+async fn undo_create(mount: &Mount, local: &[String]) {
+    if let Err(e) = mount.backend.drop_namespace(local.to_vec()).await {
+        tracing::warn!(mount = mount.label(), error = %e, "could not drop a namespace whose location was taken");
+    }
 }
 
 /// Creates a new namespace in its backend, its location claimed (`claim`: a new claim,
@@ -309,13 +326,29 @@ async fn create_claimed(
         Ok(stored) => Ok(stored),
         Err(e) => {
             if let (Some(claim), Ok(warehouse)) = (claim.filter(|_| e.kind.did_not_apply()), mount.warehouse()) {
-                claim.release(warehouse).await;
+                // A create of the same name on another host may have found this claim
+                // made (it has the name's id) and landed first, relying on it.
+                if e.kind != BackendErrorKind::AlreadyExists || !exists_at(mount, local, &claim.location).await {
+                    claim.release(warehouse).await;
+                }
             }
             Err(match e.kind {
                 BackendErrorKind::AlreadyExists => already_exists(ns),
                 _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
             })
         }
+    }
+}
+
+/// Whether the existing namespace `local` is at `location`, so that a claim there under
+/// its name's id is its own; kept (true) when that cannot be read.
+async fn exists_at(mount: &Mount, local: &[String], location: &Location) -> bool {
+    match mount.backend.load_namespace(local.to_vec()).await {
+        Ok(mut properties) => match locations::place_namespace(mount, local, &mut properties).await {
+            Ok(placement) => placement.location == *location,
+            Err(_) => true,
+        },
+        Err(e) => e.kind != BackendErrorKind::NotFound,
     }
 }
 
