@@ -225,3 +225,24 @@ async fn a_namespace_recreated_while_another_host_drops_it_keeps_its_location() 
     assert_eq!((created.0, dropped.0), (200, 204), "{} {}", created.1, dropped.1);
     x_holds_its_location(&a, warehouse.path()).await;
 }
+
+/// As above, but a table of `db` takes the dropped namespace's location before the
+/// create lands: the create cannot claim it again, so it undoes itself (409) and the
+/// table keeps the location.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_namespace_recreated_over_a_location_taken_meanwhile_is_undone() {
+    let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["db", "x"]})).await.0, 200);
+    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
+    let table =
+        json!({"name": "t", "schema": schema(), "location": format!("file://{}/db/x", warehouse.path().display())});
+    let (created, taken) = tokio::join!(b.post("/namespaces", slow), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(a.delete("/namespaces/db%1Fx").await.0, 204);
+        a.post("/namespaces/db/tables", table).await
+    });
+    assert_eq!(taken.0, 200, "the table takes the released location: {}", taken.1);
+    assert_eq!(created.0, 409, "{}", created.1);
+    assert_eq!(a.get("/namespaces/db%1Fx").await.0, 404, "the create was undone");
+    assert_eq!(a.get("/namespaces/db/tables/t").await.0, 200);
+}
