@@ -59,8 +59,8 @@ pub async fn resolve<'s>(
     needed: Privilege,
     kind: Kind,
 ) -> Result<(&'s Mount, Ident), Error> {
-    // The resource is made of the parsed names, and gives the name back after the
-    // check: copying them for it was a tenth of a loadTable's allocations.
+    // The resource is made of the parsed names, and gives them back after the check:
+    // copying them for it was a tenth of a loadTable's allocations.
     let resource = kind.named(parse_namespace(raw_ns)?, name);
     let (ns, name) = (resource.namespace(), resource.name().unwrap_or_default());
     state.authz.access(caller.0).await?.require(&resource, needed, kind.missing(ns, name))?;
@@ -68,8 +68,11 @@ pub async fn resolve<'s>(
     if needed >= Privilege::Write {
         mount.check_writable()?;
     }
-    let namespace = local.to_vec();
-    Ok((mount, Ident { namespace, name: resource.into_name().unwrap_or_default() }))
+    // The mount's own names are what is left after its name.
+    let mount_levels = ns.len() - local.len();
+    let (mut namespace, name) = resource.into_parts();
+    namespace.drain(..mount_levels);
+    Ok((mount, Ident { namespace, name: name.unwrap_or_default() }))
 }
 
 /// Checks write access to the namespace a new table or view goes into and resolves it.

@@ -53,8 +53,8 @@ async fn open<'s>(
 ) -> Result<Opened<'s>, Error> {
     let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
     mount.require_endpoint(PLAN, "scan planning (its manifests are not in storage this server manages)")?;
-    let mut pointer = tables::load(mount, &ident, delegation).await?;
-    let metadata = tables::current_metadata(mount, &mut pointer).await?;
+    let pointer = tables::load(mount, &ident, delegation).await?;
+    let metadata = tables::current_metadata(mount, &pointer).await?;
     let location = tables::table_location(mount, &metadata)?;
     Ok(Opened { mount, metadata, location })
 }

@@ -83,10 +83,11 @@ impl Resource {
         }
     }
 
-    pub fn into_name(self) -> Option<String> {
+    /// The namespace and the name of a table or view (a namespace has none).
+    pub fn into_parts(self) -> (Vec<String>, Option<String>) {
         match self {
-            Resource::Namespace(_) => None,
-            Resource::Table { name, .. } | Resource::View { name, .. } => Some(name),
+            Resource::Namespace(ns) => (ns, None),
+            Resource::Table { namespace, name } | Resource::View { namespace, name } => (namespace, Some(name)),
         }
     }
 

@@ -2,6 +2,8 @@
 //! each run on a pooled instance, with the component's error variant turned into
 //! a [`BackendError`] that names the mount. (The listings are in `listings`.)
 
+use std::sync::Arc;
+
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
 use super::builtin;
 use super::change_reads;
@@ -30,7 +32,7 @@ pub struct Backend {
 
 /// The reads a backend's answers are kept for (see `read_memo`).
 pub(super) struct Memos {
-    tables: ReadMemo<Pointer>,
+    tables: ReadMemo<Arc<Pointer>>,
     pub(super) prefixes: ReadMemo<Vec<u8>>,
     /// The pages the host scanned from the backend's keys.
     pub(super) pages: ReadMemo<ScannedPage>,
@@ -201,13 +203,16 @@ impl Backend {
 
     /// Loads a table pointer (forwarding the client's access-delegation header), or
     /// gives the answer kept since the key space last changed.
-    /// (The table is copied only for a call: a kept answer needs no copy.)
-    pub async fn load_table(&self, table: &Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
+    /// (The table is copied only for a call, and a kept answer is shared, not copied.)
+    pub async fn load_table(&self, table: &Ident, delegation: Option<String>) -> Result<Arc<Pointer>, BackendError> {
         // Boxed: a guest call's future is kilobytes, and would size every load's.
-        let Some(memo) = &self.memo else { return Box::pin(self.call_load_table(table.clone(), delegation)).await };
+        let Some(memo) = &self.memo else {
+            return Box::pin(self.call_load_table(table.clone(), delegation)).await.map(Arc::new);
+        };
         let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
         let asked = question(parts.chain([delegation.as_deref()]));
-        memo.tables.answer(asked, || Box::pin(self.call_load_table(table.clone(), delegation))).await
+        let call = || Box::pin(async move { self.call_load_table(table.clone(), delegation).await.map(Arc::new) });
+        memo.tables.answer(asked, call).await
     }
 
     /// Loads a table pointer from the backend itself.

@@ -24,6 +24,12 @@ pub trait Weigh {
     fn weight(&self) -> usize;
 }
 
+impl<T: Weigh> Weigh for std::sync::Arc<T> {
+    fn weight(&self) -> usize {
+        T::weight(self)
+    }
+}
+
 /// Kept answers of one kind of read, by question, weighing at most `budget` in all;
 /// past it, all are dropped.
 pub struct ReadMemo<V> {

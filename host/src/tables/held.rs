@@ -121,30 +121,25 @@ pub fn forget(mount: &Mount, metadata_location: &str) {
     HELD.remove(&key(mount, metadata_location));
 }
 
-/// The metadata a loaded pointer names, for serving it: taken from the pointer when
-/// the backend returned it (a remote catalog's), else held, else read from the
-/// mount's served files. The pointer's JSON is moved out. Metadata that is not
+/// The metadata a loaded pointer names, for serving it: held, else taken from the
+/// pointer when the backend returned it (a remote catalog's; copied, the pointer may
+/// be a kept answer), else read from the mount's served files. Metadata that is not
 /// well-formed JSON is refused (502, naming the mount): it is spliced into responses
 /// as it is.
-pub async fn served(mount: &Mount, pointer: &mut Pointer) -> Result<Arc<Held>, Error> {
+pub async fn served(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
     held(mount, pointer, mount.served_files(), "this server reads no files of this mount").await
 }
 
 /// The metadata a loaded pointer names, for changing it: as [`served`], reading the
 /// file from the mount's warehouse.
-pub async fn current(mount: &Mount, pointer: &mut Pointer) -> Result<Arc<Held>, Error> {
+pub async fn current(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
     held(mount, pointer, mount.warehouse.as_ref(), "the mount has no warehouse on this server").await
 }
 
-async fn held(
-    mount: &Mount,
-    pointer: &mut Pointer,
-    files: Option<&Warehouse>,
-    no_files: &str,
-) -> Result<Arc<Held>, Error> {
+async fn held(mount: &Mount, pointer: &Pointer, files: Option<&Warehouse>, no_files: &str) -> Result<Arc<Held>, Error> {
     let location = &pointer.metadata_location;
     let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
-    let returned = std::mem::take(&mut pointer.metadata_json);
+    let returned = &pointer.metadata_json;
     if let Some(held) = HELD.get(&KeyRef(&mount.space, location)) {
         // The same length for the same file: what was checked before (a backend
         // returning other JSON for a location misleads only its own clients).
@@ -153,7 +148,7 @@ async fn held(
         }
     }
     let json = match returned.is_empty() {
-        false => Bytes::from(returned),
+        false => Bytes::copy_from_slice(returned.as_bytes()),
         true => {
             let files = files.ok_or_else(|| unusable(format!("was not returned, and {no_files}")))?;
             // Boxed: reading a file would size the future of every load.

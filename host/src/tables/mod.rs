@@ -228,25 +228,26 @@ fn created_failed(mount: &Mount, ident: &Ident, e: crate::plugins::BackendError)
 }
 
 /// Loads a table's pointer, passing on the client's access-delegation request.
-pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Pointer, Error> {
+pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Arc<Pointer>, Error> {
     mount.backend.load_table(ident, delegation).await.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
 /// A loaded table ready to hand to a client.
 pub struct Loaded {
-    /// The pointer; its metadata JSON, if the backend returned any, moved to `held`.
-    pub pointer: Pointer,
+    /// The pointer (shared with the backend's kept answers: serve its JSON from `held`).
+    pub pointer: Arc<Pointer>,
     pub held: Arc<held::Held>,
 }
 
 /// A loaded pointer with its metadata (see [`held::served`]).
-pub async fn servable(mount: &Mount, mut pointer: Pointer) -> Result<Loaded, Error> {
-    let held = held::served(mount, &mut pointer).await?;
+pub async fn servable(mount: &Mount, pointer: impl Into<Arc<Pointer>>) -> Result<Loaded, Error> {
+    let pointer = pointer.into();
+    let held = held::served(mount, &pointer).await?;
     Ok(Loaded { pointer, held })
 }
 
 /// The current metadata of a loaded table, to read it (plan a scan, purge its files).
-pub async fn current_metadata(mount: &Mount, pointer: &mut Pointer) -> Result<TableMetadata, Error> {
+pub async fn current_metadata(mount: &Mount, pointer: &Pointer) -> Result<TableMetadata, Error> {
     let held = held::current(mount, pointer).await?;
     held.metadata().map_err(invalid_metadata(pointer))
 }
@@ -337,8 +338,9 @@ async fn prepare(
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
 ) -> Result<Prepared, Error> {
-    let mut pointer = load(mount, ident, None).await?;
-    let held = held::current(mount, &mut pointer).await?;
+    // Owned: its location and config go into the commit (copied if a kept answer).
+    let pointer = Arc::unwrap_or_clone(load(mount, ident, None).await?);
+    let held = held::current(mount, &pointer).await?;
     let current = held.take_metadata().map_err(invalid_metadata(&pointer))?;
     for requirement in requirements {
         requirement.check(Some(&current)).map_err(|e| {
@@ -472,7 +474,7 @@ pub async fn register(
             Err(e) => return Err(e),
         },
     };
-    let Some(mut existing) = existing else {
+    let Some(existing) = existing else {
         let claim =
             Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
         if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
@@ -483,12 +485,14 @@ pub async fn register(
         }
         return Ok(committed);
     };
-    let current = held::current(mount, &mut existing).await?;
+    let current = held::current(mount, &existing).await?;
     let claim =
         locations::claim_move(mount, &ident.namespace, &current.location, &location.to_string(), ClaimKind::Table)
             .await?;
-    if let Err(e) =
-        mount.backend.commit_table(ident.clone(), existing.metadata_location, table_pointer(mount, &committed)).await
+    if let Err(e) = mount
+        .backend
+        .commit_table(ident.clone(), existing.metadata_location.clone(), table_pointer(mount, &committed))
+        .await
     {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;
@@ -512,8 +516,7 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
     let Some(warehouse) = mount.warehouse.clone() else {
         return Ok(());
     };
-    let mut pointer = pointer;
-    let metadata = current_metadata(mount, &mut pointer).await;
+    let metadata = current_metadata(mount, &pointer).await;
     let table = dotted(mount, ident);
     let after = tokio::spawn(async move {
         let metadata = match metadata {

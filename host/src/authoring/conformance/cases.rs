@@ -158,7 +158,7 @@ async fn create(b: &Backend, table: Ident) -> Result<(), BackendError> {
 
 async fn location_of(b: &Backend, table: Ident) -> Result<String, String> {
     let doing = format!("loading table {}.{}", table.namespace.join("."), table.name);
-    Ok(ok(b.load_table(&table, None).await, &doing)?.metadata_location)
+    Ok(ok(b.load_table(&table, None).await, &doing)?.metadata_location.clone())
 }
 
 // --- cases -------------------------------------------------------------------
