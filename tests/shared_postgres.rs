@@ -4,7 +4,9 @@
 
 mod support;
 
-use serde_json::json;
+use std::future::Future;
+
+use serde_json::{json, Value};
 use support::{assert_history, components_dir, hash_secret, postgres_database, race_appends, schema, Api, Server};
 
 /// The configuration of every host over database `pg`, with one warehouse folder
@@ -185,12 +187,25 @@ async fn two_hosts_with_slow_creates() -> Option<(tempfile::TempDir, [Server; 2]
     Some((warehouse, [host_a, host_b], a, b))
 }
 
+/// A create of `db.x` through `host` that waits 1.5 s in the backend, and `meanwhile`,
+/// started 0.3 s after it.
+async fn slow_create_of_x_and<T>(host: &Api, meanwhile: impl Future<Output = T>) -> ((u16, Value), T) {
+    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
+    tokio::join!(host.post("/namespaces", slow), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        meanwhile.await
+    })
+}
+
+/// A create of table `db.t` at `path` under the warehouse.
+fn table_at(warehouse: &std::path::Path, path: &str) -> Value {
+    json!({"name": "t", "schema": schema(), "location": format!("file://{}/{path}", warehouse.display())})
+}
+
 /// Only a table of `db.x` may be placed at `db.x`'s location or inside it.
 async fn x_holds_its_location(host: &Api, warehouse: &std::path::Path) {
     for over in ["db/x", "db/x/t"] {
-        let body =
-            json!({"name": "t", "schema": schema(), "location": format!("file://{}/{over}", warehouse.display())});
-        let got = host.post("/namespaces/db/tables", body).await;
+        let got = host.post("/namespaces/db/tables", table_at(warehouse, over)).await;
         assert!(got.0 == 400 || got.0 == 409, "a table of db at {over} was not refused: {} {}", got.0, got.1);
     }
 }
@@ -201,11 +216,7 @@ async fn x_holds_its_location(host: &Api, warehouse: &std::path::Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn creates_of_one_namespace_on_two_hosts_leave_it_its_location() {
     let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
-    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
-    let (first, second) = tokio::join!(a.post("/namespaces", slow), async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        b.post("/namespaces", json!({"namespace": ["db", "x"]})).await
-    });
+    let (first, second) = slow_create_of_x_and(&a, b.post("/namespaces", json!({"namespace": ["db", "x"]}))).await;
     assert_eq!((first.0, second.0), (409, 200), "the quicker create lands: {} {}", first.1, second.1);
     x_holds_its_location(&a, warehouse.path()).await;
 }
@@ -217,11 +228,7 @@ async fn creates_of_one_namespace_on_two_hosts_leave_it_its_location() {
 async fn a_namespace_recreated_while_another_host_drops_it_keeps_its_location() {
     let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
     assert_eq!(a.post("/namespaces", json!({"namespace": ["db", "x"]})).await.0, 200);
-    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
-    let (created, dropped) = tokio::join!(b.post("/namespaces", slow), async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        a.delete("/namespaces/db%1Fx").await
-    });
+    let (created, dropped) = slow_create_of_x_and(&b, a.delete("/namespaces/db%1Fx")).await;
     assert_eq!((created.0, dropped.0), (200, 204), "{} {}", created.1, dropped.1);
     x_holds_its_location(&a, warehouse.path()).await;
 }
@@ -233,14 +240,11 @@ async fn a_namespace_recreated_while_another_host_drops_it_keeps_its_location() 
 async fn a_namespace_recreated_over_a_location_taken_meanwhile_is_undone() {
     let Some((warehouse, _servers, a, b)) = two_hosts_with_slow_creates().await else { return };
     assert_eq!(a.post("/namespaces", json!({"namespace": ["db", "x"]})).await.0, 200);
-    let slow = json!({"namespace": ["db", "x"], "properties": {"test.delay-ms": "1500"}});
-    let table =
-        json!({"name": "t", "schema": schema(), "location": format!("file://{}/db/x", warehouse.path().display())});
-    let (created, taken) = tokio::join!(b.post("/namespaces", slow), async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (created, taken) = slow_create_of_x_and(&b, async {
         assert_eq!(a.delete("/namespaces/db%1Fx").await.0, 204);
-        a.post("/namespaces/db/tables", table).await
-    });
+        a.post("/namespaces/db/tables", table_at(warehouse.path(), "db/x")).await
+    })
+    .await;
     assert_eq!(taken.0, 200, "the table takes the released location: {}", taken.1);
     assert_eq!(created.0, 409, "{}", created.1);
     assert_eq!(a.get("/namespaces/db%1Fx").await.0, 404, "the create was undone");
