@@ -2,8 +2,8 @@
 # updateTable throughput: requirement-free set-properties commits (each one a new
 # metadata file and a compare-and-swap of the pointer), sequentially and from 16
 # connections spread over 16 tables, on the embedded redb root, and 16 connections
-# creating root namespaces, then one (each the intent with the location's claim,
-# the backend's create and the owner's record: three commits); then the same 16
+# creating root namespaces, then one (each one commit: the backend's create, which
+# carries the owner's record and the location's claim); then the same 16
 # connections split over two hosts sharing one PostgreSQL database (if one answers
 # at $PG, default postgres://postgres@127.0.0.1:5432). Servers are pinned to core 0,
 # wrk to core 1. A 409 is a commit that did not land: wrk's non-2xx count shows them.

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{components_dir, Api, Server};
+use support::{components_dir, hash_secret, Api, Server};
 
 fn misbehaving(extra: &str) -> Server {
     Server::start(&format!(
@@ -240,6 +240,43 @@ async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     assert!(value(&all, "rustberg_pool_instantiations_total", &[("mount", "root")]) >= 1.0, "{text}");
     assert!(text.contains("rustberg_pool_idle_instances{mount=\"root\"}"), "{text}");
     assert!(value(&all, "rustberg_authz_decisions_total", &[("decision", "allowed")]) >= 1.0, "{text}");
+}
+
+/// In the embedded root catalog a new root namespace is one commit: its owner's record
+/// and its location's claim ride the backend's create, with no intent to settle (a
+/// nested one's claim likewise). A create that commit refuses runs the one-at-a-time
+/// path, which tells why.
+#[tokio::test]
+async fn a_namespace_is_one_commit_with_its_owner_and_claim() {
+    let principal = |id: &str, tenant: &str| {
+        format!(
+            "[auth.principals.{id}]\ntenant = \"{tenant}\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n",
+            hash_secret("pw")
+        )
+    };
+    let s = Server::start(&(principal("ann", "acme") + &principal("eve", "evil")));
+    let (ann, eve) = (s.login("ann", "pw"), s.login("eve", "pw"));
+    let commits = || async {
+        let text = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+        value(&samples(&text), "rustberg_kv_commits_total", &[("store", "redb")])
+    };
+    let before = commits().await;
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    assert_eq!(commits().await - before, 1.0, "the create, its owner and its claim in one commit");
+    let before = commits().await;
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["sales", "eu"]})).await.0, 200);
+    assert_eq!(commits().await - before, 1.0, "a nested create and its claim in one commit");
+    assert_eq!(ann.get("/namespaces/sales").await.0, 200, "acme owns it");
+    assert_eq!(eve.get("/namespaces/sales").await.0, 404, "evil does not");
+    let (status, table) = ann.post("/namespaces/sales/tables", json!({"name": "t", "schema": support::schema()})).await;
+    assert_eq!(status, 200, "{table}");
+
+    assert_eq!(eve.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 409);
+    let sales = table["metadata"]["location"].as_str().unwrap().rsplit_once('/').unwrap().0;
+    let over = json!({"namespace": ["third"], "properties": {"location": sales}});
+    assert_eq!(ann.post("/namespaces", over).await.0, 409, "the location is taken");
+    assert_eq!(ann.get("/namespaces/third").await.0, 404, "nothing of the refused create was written");
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["third"]})).await.0, 200, "nor did it keep the name");
 }
 
 /// A repeated loadTable of a native table on redb is answered without calling the

@@ -17,8 +17,10 @@ use crate::error::Error;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::PageRequest;
-use crate::plugins::{BackendErrorKind, Listing};
+use crate::plugins::riders::{Ridden, Rider};
+use crate::plugins::{BackendError, BackendErrorKind, Listing};
 use crate::recovery;
+use crate::storage::kv::Commit;
 use crate::storage::location::Location;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::tables::locations::{self, NewClaim, Placement};
@@ -205,22 +207,24 @@ pub async fn create(
         return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
     }
     mount.check_writable()?;
-    let mut properties: Vec<(String, String)> = req.properties.into_iter().collect();
+    let properties: Vec<(String, String)> = req.properties.into_iter().collect();
     // Creates of one name share its location's claim (see `tables::serial`).
     let _turn = serial::namespace_one_at_a_time(&mount.space, local).await;
     let stored = if mount.name.is_none() && parent.is_empty() {
         // New in the root catalog: its owner is the creator's tenant, recorded with it.
         create_root(&state, mount, local, properties, &ns, tenant).await?
     } else {
-        let placement = place(mount, local, &mut properties).await?;
-        claim_and_create(mount, local, properties, &ns, placement).await?
+        create_nested(mount, local, properties, &ns).await?
     };
     Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
 }
 
-/// Creates a root namespace of the root catalog under an intent to own it. The intent
-/// and the location's claim are one commit; when either is contested they are made one
-/// at a time, which tells which (and settles an earlier create's intent).
+/// Creates a root namespace of the root catalog and records its owner. Where the
+/// backend's commit can carry the owner and the location's claim (`riders`), all land
+/// in that one commit. Otherwise, or when that commit is refused, the create runs under
+/// an intent to own it: the intent and the claim are one commit; when either is
+/// contested they are made one at a time, which tells which (and settles an earlier
+/// create's intent).
 async fn create_root(
     state: &AppState,
     mount: &Mount,
@@ -229,8 +233,21 @@ async fn create_root(
     ns: &[String],
     tenant: String,
 ) -> Result<Vec<(String, String)>, Error> {
-    let own = Effect::Own { root: ns[0].clone(), tenant };
     let placement = place(mount, local, &mut properties).await?;
+    // The host key space: the owners' and the location claims' (one store).
+    let space = state.authz.key_space();
+    if mount.backend.carries_riders_to(space) {
+        let mut commit = state.authz.ownership(&ns[0], &tenant);
+        if let Some(placement) = &placement {
+            commit = commit.join(claim_commit(mount, local, placement)?);
+        }
+        let rider = Rider { space: space.clone(), commit };
+        if let Some(created) = create_carrying(mount, local, properties.clone(), ns, rider).await? {
+            state.authz.learn_owner(&ns[0]).await?;
+            return created;
+        }
+    }
+    let own = Effect::Own { root: ns[0].clone(), tenant };
     let claimed = match &placement {
         Some(placement) => {
             let (claim, new) = placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local));
@@ -247,6 +264,56 @@ async fn create_root(
             let created = claim_and_create(mount, local, properties, ns, placement);
             recovery::with_intent(&state.authz, &state.mounts, own, created).await
         }
+    }
+}
+
+/// Creates a namespace that is not a root of the root catalog: where the backend's
+/// commit can carry the location's claim (`riders`), in that one commit; otherwise, or
+/// when that commit is refused, the claim first and then the create.
+async fn create_nested(
+    mount: &Mount,
+    local: &[String],
+    mut properties: Vec<(String, String)>,
+    ns: &[String],
+) -> Result<Vec<(String, String)>, Error> {
+    let placement = place(mount, local, &mut properties).await?;
+    if let Some(placement) = &placement {
+        let space = mount.warehouse()?.index().key_space();
+        if mount.backend.carries_riders_to(space) {
+            let rider = Rider { space: space.clone(), commit: claim_commit(mount, local, placement)? };
+            if let Some(created) = create_carrying(mount, local, properties.clone(), ns, rider).await? {
+                return created;
+            }
+        }
+    }
+    claim_and_create(mount, local, properties, ns, placement).await
+}
+
+/// The commit that claims a new namespace's location, for a backend's commit to carry.
+fn claim_commit(mount: &Mount, local: &[String], placement: &Placement) -> Result<Commit, Error> {
+    Ok(placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local)).0)
+}
+
+/// Creates a namespace with `rider` riding the backend's commit: both land or neither
+/// does. `None` when nothing was written because a check failed (the name is owned or
+/// being created, the location is taken, the namespace exists, its parent does not) or
+/// the backend made no commit: the create made one step at a time then tells which, and
+/// answers. Otherwise the create's answer.
+async fn create_carrying(
+    mount: &Mount,
+    local: &[String],
+    properties: Vec<(String, String)>,
+    ns: &[String],
+    rider: Rider,
+) -> Result<Option<Result<Vec<(String, String)>, Error>>, Error> {
+    let (created, ridden) = mount.backend.create_namespace_carrying(local.to_vec(), properties, rider).await;
+    match ridden {
+        Ridden::Refused | Ridden::NotCarried if created.is_err() => Ok(None),
+        Ridden::Refused | Ridden::NotCarried => {
+            Err(Error::Internal(format!("{} created a namespace without its commit", mount.label())))
+        }
+        // Written with the namespace, or neither was.
+        Ridden::Landed | Ridden::Unknown => Ok(Some(created.map_err(|e| create_failed(e, ns)))),
     }
 }
 
@@ -332,11 +399,16 @@ async fn create_claimed(
                     claim.release(warehouse).await;
                 }
             }
-            Err(match e.kind {
-                BackendErrorKind::AlreadyExists => already_exists(ns),
-                _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
-            })
+            Err(create_failed(e, ns))
         }
+    }
+}
+
+/// The answer to a failed create of `ns`.
+fn create_failed(e: BackendError, ns: &[String]) -> Error {
+    match e.kind {
+        BackendErrorKind::AlreadyExists => already_exists(ns),
+        _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
     }
 }
 

@@ -77,10 +77,8 @@ impl Authorizer {
                 Err(KvError::Conflict) => return Ok(false),
                 Err(e) => return Err(store_err(e)),
             }
-            let _one_at_a_time = self.applying.lock().await;
-            let mut known = Known::clone(&self.known());
-            self.reread(&mut known.state, writes.iter().map(|w| w.key.as_slice())).await?;
-            self.install(known);
+            let keys: Vec<&[u8]> = writes.iter().map(|w| w.key.as_slice()).collect();
+            self.applied(&keys).await?;
             return Ok(true);
         }
         // The log entry names the keys the change writes.
@@ -117,6 +115,16 @@ impl Authorizer {
             tokio::time::sleep(swap_backoff(attempt)).await;
         }
         Err(Error::Unavailable("authorization changes are contended; try again".into()))
+    }
+
+    /// Applies to memory the keys a change this process committed wrote (a redb
+    /// file's: this process is its only writer).
+    pub(super) async fn applied(&self, keys: &[&[u8]]) -> Result<(), Error> {
+        let _one_at_a_time = self.applying.lock().await;
+        let mut known = Known::clone(&self.known());
+        self.reread(&mut known.state, keys.iter().copied()).await?;
+        self.install(known);
+        Ok(())
     }
 
     /// On a shared store, applies the changes other hosts made since this one last

@@ -4,7 +4,8 @@
 //!
 //! The backend's store and the host's key space cannot share one transaction, so the
 //! host records an intent first, makes the backend change, then applies the effect
-//! and removes the intent in one commit. An intent left behind by a crash is settled
+//! and removes the intent in one commit. (Except where they can: a new root's owner
+//! rides the embedded root catalog's own commit, `ownership`, with no intent.) An intent left behind by a crash is settled
 //! at start-up (`crate::recovery`) by asking the backend whether its change happened.
 //!
 //! So settling an intent need not be on disk when the request is answered: a crash
@@ -75,16 +76,19 @@ fn own_key(root: &str) -> Vec<u8> {
     format!("{INTENT}own/{root}").into_bytes()
 }
 
+/// The checks that `root` has no owner and that no create of it is under way.
+fn unowned(root: &str) -> [Check; 2] {
+    [Check::Absent(owner_key(root)), Check::Absent(own_key(root))]
+}
+
 /// An intent for `effect` and the commit that records it.
 fn recording(effect: Effect) -> Result<(Intent, Commit), Error> {
     let mut checks = vec![];
     let (key, durability) = match &effect {
         Effect::Own { root, .. } => {
-            let key = own_key(root);
-            checks.push(Check::Absent(owner_key(root)));
-            checks.push(Check::Absent(key.clone()));
+            checks.extend(unowned(root));
             // Its change is the root catalog's, in this store (see above).
-            (key, Durability::Soon)
+            (own_key(root), Durability::Soon)
         }
         // The change may be in another store: the intent is on disk before it.
         _ => (format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(), Durability::Now),
@@ -123,6 +127,24 @@ impl Authorizer {
             Err(KvError::Conflict) => Ok(None),
             Err(e) => Err(store_err(e)),
         }
+    }
+
+    /// The commit that makes `tenant` the owner of the new root namespace `root` with no
+    /// intent, refused if it has an owner or a create of it is under way: for a create
+    /// whose backend commit to this store carries it (`plugins::riders`), so the two
+    /// land together. `learn_owner` brings it to memory.
+    pub fn ownership(&self, root: &str, tenant: &str) -> Commit {
+        Commit {
+            checks: unowned(root).into(),
+            writes: vec![Write { key: owner_key(root), value: Some(tenant.as_bytes().to_vec()) }],
+            durability: Durability::Soon,
+        }
+    }
+
+    /// Reads the owner of `root` into memory, after a commit this host made carried it.
+    pub async fn learn_owner(&self, root: &str) -> Result<(), Error> {
+        let key = owner_key(root);
+        self.applied(&[key.as_slice()]).await
     }
 
     /// Whether another host sharing the store may still be carrying `intent` out, so

@@ -178,6 +178,11 @@ impl Authorizer {
         Self { audit: Arc::new(audit), ..self }
     }
 
+    /// The host key space, where owners and grants are kept.
+    pub fn key_space(&self) -> &KvStore {
+        &self.space
+    }
+
     fn known(&self) -> Arc<Known> {
         self.known.read().expect("authorization state").clone()
     }

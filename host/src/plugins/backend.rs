@@ -11,7 +11,9 @@ use super::host_state::HostState;
 use super::listings::ScannedPage;
 use super::pool::{CallFuture, Exports, InstancePool};
 use super::read_memo::{question, ReadMemo, Weigh};
+use super::riders::{self, Ridden, Rider};
 use super::{BackendError, BackendErrorKind};
+use crate::storage::kv::KvStore;
 
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
 pub struct Backend {
@@ -28,6 +30,8 @@ pub struct Backend {
     table_json: bool,
     /// Whether an attempt at a change may reuse what the backend read (`change_reads`).
     reuses_reads: bool,
+    /// Whether a namespace's create may carry a commit of the host's (`riders`).
+    carries_riders: bool,
 }
 
 /// The reads a backend's answers are kept for (see `read_memo`).
@@ -110,6 +114,7 @@ impl Backend {
             memo: None,
             table_json: true,
             reuses_reads: false,
+            carries_riders: false,
         })
     }
 
@@ -120,7 +125,8 @@ impl Backend {
     /// tell (redb); one that records only a table's location
     /// (`builtin::records_table_location_only`) is sent no metadata JSON on a table's
     /// create and commit; one that checks what it read (`builtin::checks_what_it_read`)
-    /// reads a key once per attempt at a change.
+    /// reads a key once per attempt at a change; one that creates a namespace in one
+    /// commit (`builtin::creates_a_namespace_in_one_commit`) may carry a host's commit.
     pub fn knowing(self, backend: &str) -> Self {
         let space = self.pool.grants().kv.as_ref().filter(|_| builtin::answers_from_keys_alone(backend));
         let memo = space.and_then(|space| {
@@ -134,6 +140,7 @@ impl Backend {
             memo,
             table_json: !builtin::records_table_location_only(backend),
             reuses_reads: builtin::checks_what_it_read(backend),
+            carries_riders: builtin::creates_a_namespace_in_one_commit(backend),
             ..self
         }
     }
@@ -145,6 +152,22 @@ impl Backend {
             return attempt.await;
         }
         change_reads::within_one_attempt(change_reads::space_of(self.pool.grants()), attempt).await
+    }
+
+    /// Whether a namespace's create here can carry a commit of the host's to `space`:
+    /// the backend makes it in one commit, to a key space of the same redb file.
+    pub fn carries_riders_to(&self, space: &KvStore) -> bool {
+        self.carries_riders && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
+    }
+
+    /// Creates a namespace, its commit carrying `rider`; how the rider fared too.
+    pub async fn create_namespace_carrying(
+        &self,
+        ns: Vec<String>,
+        props: Vec<(String, String)>,
+        rider: Rider,
+    ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
+        riders::carrying(rider, self.create_namespace(ns, props)).await
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.

@@ -91,6 +91,13 @@ pub fn records_table_location_only(backend: &str) -> bool {
     backend == "native"
 }
 
+/// Whether the built-in `backend` creates a namespace in a single commit to its key
+/// space and makes no other, so that a commit of the host's may ride it (`riders`).
+/// A drop-in component is never assumed to.
+pub fn creates_a_namespace_in_one_commit(backend: &str) -> bool {
+    backend == "native"
+}
+
 /// The component a `backend` setting names: a built-in name or a file path.
 pub fn component(backend: &str) -> Result<Wasm, String> {
     match BUILTINS.iter().find(|(name, _, _)| *name == backend) {

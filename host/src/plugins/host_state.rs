@@ -17,6 +17,7 @@ use super::change_reads;
 use super::contract::Granted;
 use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
+use super::riders;
 use crate::storage::kv::{self as store, KvError, KvStore};
 
 /// What a mount gives its backend: a name for messages, an optional key space, an
@@ -222,7 +223,8 @@ impl kv::Host for HostState {
             writes.into_iter().map(|w| store::Write { key: w.key, value: w.value }).collect();
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
         change_reads::forget(change_reads::space_of(&self.grants));
-        Ok(space.commit(&checks, &writes).await.map_err(kv_error))
+        let commit = store::Commit { checks, writes, durability: store::Durability::Now };
+        Ok(riders::commit(space, commit).await.map_err(kv_error))
     }
 }
 

@@ -13,6 +13,7 @@
 //!   exports `key-listings`.
 //! - `read_memo`: a backend's answers kept while its key space is unchanged.
 //! - `change_reads`: a backend's reads reused within one attempt at a change.
+//! - `riders`: a commit of the host's carried by a backend's own commit.
 //! - `builtin`: the components shipped inside the binary.
 
 mod backend;
@@ -28,6 +29,7 @@ mod http_credential;
 mod listings;
 mod pool;
 mod read_memo;
+pub mod riders;
 mod runtime;
 
 pub use backend::Backend;

@@ -59,10 +59,19 @@ impl Commit {
     pub fn join(mut self, other: Commit) -> Commit {
         self.checks.extend(other.checks);
         self.writes.extend(other.writes);
-        if other.durability == Durability::Now {
-            self.durability = Durability::Now;
-        }
+        self.durability = self.durability.stricter(other.durability);
         self
+    }
+}
+
+impl Durability {
+    /// On disk as soon as either must be.
+    pub fn stricter(self, other: Durability) -> Durability {
+        if self == Durability::Now || other == Durability::Now {
+            Durability::Now
+        } else {
+            Durability::Soon
+        }
     }
 }
 
@@ -158,14 +167,35 @@ impl KvStore {
             KvStore::Redb(s) => ("redb", s.commit_with(checks.to_vec(), writes.to_vec(), durability).await),
             KvStore::Postgres(s) => ("postgres", s.commit(checks, writes).await),
         };
-        let outcome = match &result {
-            Ok(()) => "ok",
-            Err(KvError::Conflict) => "conflict",
-            Err(KvError::Store(_)) => "error",
-        };
-        crate::telemetry::kv_commit(store, outcome);
-        result
+        counted(store, result)
     }
+
+    /// Whether `other` is a key space of the same redb file, so that the two can be
+    /// committed to as one (`make_joined`).
+    pub fn same_file(&self, other: &KvStore) -> bool {
+        matches!((self, other), (KvStore::Redb(a), KvStore::Redb(b)) if a.same_file(b))
+    }
+
+    /// Makes `own` here and `theirs` in `other` as one commit, both or neither: only
+    /// where the two are key spaces of the same redb file (`same_file`).
+    pub async fn make_joined(&self, own: Commit, other: &KvStore, theirs: Commit) -> Result<(), KvError> {
+        let result = match (self, other) {
+            (KvStore::Redb(a), KvStore::Redb(b)) => a.commit_joined(own, b, theirs).await,
+            _ => Err(KvError::Store("only key spaces of one redb file commit as one".into())),
+        };
+        counted("redb", result)
+    }
+}
+
+/// Counts a commit's outcome in the store's metric.
+fn counted(store: &'static str, result: Result<(), KvError>) -> Result<(), KvError> {
+    let outcome = match &result {
+        Ok(()) => "ok",
+        Err(KvError::Conflict) => "conflict",
+        Err(KvError::Store(_)) => "error",
+    };
+    crate::telemetry::kv_commit(store, outcome);
+    result
 }
 
 /// How long to wait before retrying a compare-and-swap lost for the `attempt`-th

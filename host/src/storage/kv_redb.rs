@@ -26,7 +26,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use redb::{Database, ReadOnlyTable, ReadableTable, TableDefinition, TableHandle, WriteTransaction};
 use tokio::sync::oneshot;
 
-use super::kv::{prefix_end, Check, Durability, Entry, KvError, Write};
+use super::kv::{prefix_end, Check, Commit, Durability, Entry, KvError, Write};
 
 fn store_err(e: impl std::fmt::Display) -> KvError {
     KvError::Store(e.to_string())
@@ -100,14 +100,19 @@ impl Snapshots {
     }
 }
 
-/// One commit waiting for the committer: the key space's table, what it checks and
-/// writes, and where its outcome goes.
+/// One commit waiting for the committer: what it checks and writes in each key space
+/// (one, or two for a joined commit), and where its outcome goes.
 struct Queued {
+    parts: Vec<Part>,
+    durability: Durability,
+    done: oneshot::Sender<Result<(), KvError>>,
+}
+
+/// What a commit checks and writes in one key space's table.
+struct Part {
     table: Arc<str>,
     checks: Vec<Check>,
     writes: Vec<Write>,
-    durability: Durability,
-    done: oneshot::Sender<Result<(), KvError>>,
 }
 
 /// The versions the committer gives out. The counter records a block reserved ahead
@@ -284,30 +289,40 @@ fn synced(transactions: &AtomicU64) {
 type Applied = (Vec<Result<(), KvError>>, Option<u64>);
 
 /// Applies each commit of `batch` in order inside `txn`: its writes if every one of
-/// its checks holds (each gets the next version), else nothing of it. An error if the
-/// store failed, after which `txn` must not be committed.
+/// its checks holds, in every key space it names (each commit gets the next version),
+/// else nothing of it. An error if the store failed, after which `txn` must not be
+/// committed.
 fn apply_all(txn: &WriteTransaction, versions: &mut Versions, batch: &[Queued]) -> Result<Applied, KvError> {
     // Versions used by a transaction that is not committed are not used again.
     let version = &mut versions.last;
     let mut outcomes = Vec::with_capacity(batch.len());
     let mut stored = Vec::new();
     for queued in batch {
-        let mut table = txn.open_table(TableDefinition::<&[u8], &[u8]>::new(&queued.table)).map_err(store_err)?;
-        if !holds(&table, &queued.checks)? {
+        let mut tables = Vec::with_capacity(queued.parts.len());
+        for part in &queued.parts {
+            tables.push(txn.open_table(TableDefinition::<&[u8], &[u8]>::new(&part.table)).map_err(store_err)?);
+        }
+        let mut held = true;
+        for (table, part) in tables.iter().zip(&queued.parts) {
+            held = held && holds(table, &part.checks)?;
+        }
+        if !held {
             outcomes.push(Err(KvError::Conflict));
             continue;
         }
         *version += 1;
-        for write in &queued.writes {
-            match &write.value {
-                Some(value) => {
-                    stored.clear();
-                    stored.extend_from_slice(&version.to_le_bytes());
-                    stored.extend_from_slice(value);
-                    table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
-                }
-                None => {
-                    table.remove(write.key.as_slice()).map_err(store_err)?;
+        for (table, part) in tables.iter_mut().zip(&queued.parts) {
+            for write in &part.writes {
+                match &write.value {
+                    Some(value) => {
+                        stored.clear();
+                        stored.extend_from_slice(&version.to_le_bytes());
+                        stored.extend_from_slice(value);
+                        table.insert(write.key.as_slice(), stored.as_slice()).map_err(store_err)?;
+                    }
+                    None => {
+                        table.remove(write.key.as_slice()).map_err(store_err)?;
+                    }
                 }
             }
         }
@@ -481,8 +496,37 @@ impl RedbSpace {
         writes: Vec<Write>,
         durability: Durability,
     ) -> Result<(), KvError> {
+        self.queue(vec![Part { table: self.table.clone(), checks, writes }], durability).await
+    }
+
+    /// Makes `own` in this key space and `theirs` in `other` (a key space of the same
+    /// file) as one commit: every check of both holds and every write of both lands, or
+    /// nothing of either; on disk as soon as either must be.
+    pub async fn commit_joined(&self, own: Commit, other: &RedbSpace, theirs: Commit) -> Result<(), KvError> {
+        if !self.same_file(other) {
+            return Err(KvError::Store("a joined commit spans two catalog files".into()));
+        }
+        let durability = own.durability.stricter(theirs.durability);
+        if self.table == other.table {
+            let joined = own.join(theirs);
+            return self.commit_with(joined.checks, joined.writes, durability).await;
+        }
+        let parts = vec![
+            Part { table: self.table.clone(), checks: own.checks, writes: own.writes },
+            Part { table: other.table.clone(), checks: theirs.checks, writes: theirs.writes },
+        ];
+        self.queue(parts, durability).await
+    }
+
+    /// Whether `other` is a key space of this one's file.
+    pub fn same_file(&self, other: &RedbSpace) -> bool {
+        Arc::ptr_eq(&self.db, &other.db)
+    }
+
+    /// Hands a commit to the file's committer and waits for its outcome.
+    async fn queue(&self, parts: Vec<Part>, durability: Durability) -> Result<(), KvError> {
         let (done, outcome) = oneshot::channel();
-        let queued = Queued { table: self.table.clone(), checks, writes, durability, done };
+        let queued = Queued { parts, durability, done };
         let stopped = || KvError::Store("the catalog file's committer has stopped".into());
         self.committer.queue.as_ref().ok_or_else(stopped)?.send(queued).map_err(|_| stopped())?;
         outcome.await.map_err(|_| stopped())?

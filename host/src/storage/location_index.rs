@@ -105,6 +105,11 @@ impl LocationIndex {
         Self { kv: self.kv.clone(), claims: Durability::Soon }
     }
 
+    /// The key space the claims are kept in.
+    pub fn key_space(&self) -> &KvStore {
+        &self.kv
+    }
+
     /// Claims `location` for `id`, unless a claim exists at it, below it, or above it
     /// anywhere but at `own_namespaces` (the claimant's namespace and its ancestors).
     /// True when the claim is new; false when `id` held it already.
