@@ -5,8 +5,9 @@
 //! The backend's store and the host's key space cannot share one transaction, so the
 //! host records an intent first, makes the backend change, then applies the effect
 //! and removes the intent in one commit. (Except where they can: a new root's owner
-//! rides the embedded root catalog's own commit, `ownership`, with no intent.) An intent left behind by a crash is settled
-//! at start-up (`crate::recovery`) by asking the backend whether its change happened.
+//! rides the embedded root catalog's own commit, `ownership`, with no intent.) An
+//! intent left behind by a crash is settled at start-up (`crate::recovery`) by asking
+//! the backend whether its change happened.
 //!
 //! So settling an intent need not be on disk when the request is answered: a crash
 //! that loses it leaves the intent, and start-up settles it the same way. Nor need
