@@ -239,7 +239,7 @@ async fn create_root(
     if mount.backend.carries_riders_to(space) {
         let mut commit = state.authz.ownership(&ns[0], &tenant);
         if let Some(placement) = &placement {
-            commit = commit.join(claim_commit(mount, local, placement)?);
+            commit = commit.join(claim_commit(mount, local, placement)?.0);
         }
         let rider = Rider { space: space.clone(), commit };
         if let Some(created) = create_carrying(mount, local, properties.clone(), ns, rider).await? {
@@ -250,7 +250,7 @@ async fn create_root(
     let own = Effect::Own { root: ns[0].clone(), tenant };
     let claimed = match &placement {
         Some(placement) => {
-            let (claim, new) = placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local));
+            let (claim, new) = claim_commit(mount, local, placement)?;
             state.authz.intend_with(own.clone(), claim).await?.map(|intent| (intent, Some(new)))
         }
         None => None,
@@ -280,7 +280,7 @@ async fn create_nested(
     if let Some(placement) = &placement {
         let space = mount.warehouse()?.index().key_space();
         if mount.backend.carries_riders_to(space) {
-            let rider = Rider { space: space.clone(), commit: claim_commit(mount, local, placement)? };
+            let rider = Rider { space: space.clone(), commit: claim_commit(mount, local, placement)?.0 };
             if let Some(created) = create_carrying(mount, local, properties.clone(), ns, rider).await? {
                 return created;
             }
@@ -289,9 +289,10 @@ async fn create_nested(
     claim_and_create(mount, local, properties, ns, placement).await
 }
 
-/// The commit that claims a new namespace's location, for a backend's commit to carry.
-fn claim_commit(mount: &Mount, local: &[String], placement: &Placement) -> Result<Commit, Error> {
-    Ok(placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local)).0)
+/// The commit that claims a new namespace's location under its name's id, to be made
+/// with another (an intent, or a backend's commit), and the claim it makes new.
+fn claim_commit(mount: &Mount, local: &[String], placement: &Placement) -> Result<(Commit, NewClaim), Error> {
+    Ok(placement.claim_commit(mount.warehouse()?, ClaimKind::Namespace, claim_id(mount, local)))
 }
 
 /// Creates a namespace with `rider` riding the backend's commit: both land or neither
