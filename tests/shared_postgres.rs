@@ -30,6 +30,15 @@ async fn two_hosts() -> Option<(tempfile::TempDir, Server, Server)> {
     Some((warehouse, a, b))
 }
 
+/// One host over a fresh database (its URL) and a warehouse folder (kept while it
+/// runs); `None` when no PostgreSQL is reachable.
+async fn one_host() -> Option<(String, tempfile::TempDir, Server)> {
+    let pg = postgres_database().await?;
+    let warehouse = tempfile::tempdir().unwrap();
+    let server = Server::start(&shared_config(&pg, warehouse.path()));
+    Some((pg, warehouse, server))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hosts_share_one_catalog() {
     let Some((_warehouse, a, b)) = two_hosts().await else { return };
@@ -152,9 +161,7 @@ async fn grants_and_revocations_apply_on_every_host_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_root_another_host_may_be_creating_is_left_to_it() {
     use rustberg::storage::kv::{PgStore, Write};
-    let Some(pg) = postgres_database().await else { return };
-    let warehouse = tempfile::tempdir().unwrap();
-    let server = Server::start(&shared_config(&pg, warehouse.path()));
+    let Some((pg, _warehouse, server)) = one_host().await else { return };
     let a = server.login("root", "pw");
     let host = PgStore::connect(&pg, std::time::Duration::from_secs(5)).await.unwrap().space("rustberg:host");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
@@ -167,6 +174,40 @@ async fn a_root_another_host_may_be_creating_is_left_to_it() {
     let busy = a.post("/namespaces", json!({"namespace": ["busy"]})).await;
     assert_eq!(busy.0, 409, "{}", busy.1);
     assert_eq!(a.post("/namespaces", json!({"namespace": ["left"]})).await.0, 200);
+}
+
+/// A host hands out a pooled connection without a ping only if it answered within the
+/// last second (a ping per statement was half of a commit's round trips): one idle for
+/// longer is pinged first and replaced if the database dropped it. Here every
+/// connection of the host is terminated by the database while idle; the next
+/// requests are answered as if nothing had happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connections_the_database_dropped_while_idle_are_replaced() {
+    use sqlx::Connection;
+    let Some((pg, _warehouse, server)) = one_host().await else { return };
+    let a = server.login("root", "pw");
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(a.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+
+    let database = pg.rsplit_once('/').unwrap().1;
+    let mut admin = sqlx::PgConnection::connect(&pg).await.unwrap();
+    let dropped: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(database)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert!(!dropped.is_empty() && dropped.iter().all(|d| *d), "the host's connections were terminated: {dropped:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+
+    let (status, body) = a.get("/namespaces/db/tables/t").await;
+    assert_eq!(status, 200, "{body}");
+    let commit = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let (status, body) = a.post("/namespaces/db/tables/t", commit).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["metadata"]["properties"]["k"], "v");
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["after"]})).await.0, 200);
 }
 
 /// Two hosts whose root catalog is the flaky test component (a namespace create waits

@@ -77,6 +77,21 @@ const SCHEMA: &[&str] = &[
     END $$",
 ];
 
+/// How long a pooled connection may have been idle and still be handed out without
+/// a ping first. By default sqlx pings a connection as it hands it out and again as it
+/// takes it back (the second cannot be turned off): three round trips per statement
+/// where one is the statement. A connection that answered within the last second is
+/// used as it is; one idle for longer (a database restarted in a quiet spell) is
+/// pinged, and replaced if it does not answer.
+const USED_WITHOUT_PING: Duration = Duration::from_secs(1);
+
+async fn ping_if_idle(conn: &mut sqlx::PgConnection, idle_for: Duration) -> Result<bool, sqlx::Error> {
+    if idle_for > USED_WITHOUT_PING {
+        sqlx::Connection::ping(conn).await?;
+    }
+    Ok(true)
+}
+
 /// A connection pool to one database.
 #[derive(Clone)]
 pub struct PgStore {
@@ -87,8 +102,14 @@ impl PgStore {
     /// Connects (failing within `timeout` when the server is unreachable) and creates
     /// the table if missing.
     pub async fn connect(url: &str, timeout: Duration) -> Result<Self, KvError> {
-        let pool =
-            PgPoolOptions::new().max_connections(16).acquire_timeout(timeout).connect(url).await.map_err(store_err)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(timeout)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| Box::pin(async move { ping_if_idle(conn, meta.idle_for).await }))
+            .connect(url)
+            .await
+            .map_err(store_err)?;
         let mut tx = pool.begin().await.map_err(store_err)?;
         // Concurrent CREATE ... IF NOT EXISTS can still collide: serialize them.
         sqlx::query("SELECT pg_advisory_xact_lock(7245143)").execute(&mut *tx).await.map_err(store_err)?;
