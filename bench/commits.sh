@@ -5,9 +5,10 @@
 # creating root namespaces, then one (each one commit: the backend's create, which
 # carries the owner's record and the location's claim); then the same 16
 # connections split over two hosts sharing one PostgreSQL database (if one answers
-# at $PG, default postgres://postgres@127.0.0.1:5432), measured after as long a run
-# unmeasured (since 2026-12-03; earlier figures began from fresh tables). Servers are pinned to core 0,
-# wrk to core 1. A 409 is a commit that did not land: wrk's non-2xx count shows them.
+# at $PG, default postgres://postgres@127.0.0.1:5432), measured after an unmeasured
+# run of the same length (since 2026-12-03; earlier figures began from fresh tables).
+# Servers are pinned to core 0, wrk to core 1. A 409 is a commit that did not land:
+# wrk's non-2xx count shows them.
 #
 #   bash bench/commits.sh            # 10 s per run
 #   DURATION=30s bash bench/commits.sh

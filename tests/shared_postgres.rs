@@ -177,8 +177,8 @@ async fn a_root_another_host_may_be_creating_is_left_to_it() {
 }
 
 /// A host hands out a pooled connection without a ping only if it answered within the
-/// last second (a ping per statement was half of a commit's round trips): one idle for
-/// longer is pinged first and replaced if the database dropped it. Here every
+/// last second (that ping was a third of a commit's round trips): one idle for longer
+/// is pinged first and replaced if the database dropped it. Here every
 /// connection of the host is terminated by the database while idle; the next
 /// requests are answered as if nothing had happened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
