@@ -106,7 +106,7 @@ impl PgStore {
             .max_connections(16)
             .acquire_timeout(timeout)
             .test_before_acquire(false)
-            .before_acquire(|conn, meta| Box::pin(async move { ping_if_idle(conn, meta.idle_for).await }))
+            .before_acquire(|conn, meta| Box::pin(ping_if_idle(conn, meta.idle_for)))
             .connect(url)
             .await
             .map_err(store_err)?;
