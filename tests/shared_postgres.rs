@@ -123,6 +123,33 @@ async fn commits_to_different_keys_do_not_wait_for_each_other() {
     assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"d".to_vec()]);
 }
 
+/// A commit dropped while the database runs it (its request gave up) leaves its
+/// connection unused: the next statement neither waits behind the abandoned one on that
+/// connection nor reads its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_dropped_halfway_leaves_its_connection_unused() {
+    use rustberg::storage::kv::{PgStore, Write};
+    use sqlx::Connection;
+    use std::time::Duration;
+    let Some(pg) = postgres_database().await else { return };
+    let store = PgStore::connect(&pg, Duration::from_secs(5)).await.unwrap();
+    let space = store.space("s");
+    let put = |value: &str| [Write { key: b"k".to_vec(), value: Some(value.as_bytes().to_vec()) }];
+    space.commit(&[], &put("first")).await.unwrap();
+
+    // Another session holds the key's lock, so a commit of the key waits in the database.
+    let mut holder = sqlx::PgConnection::connect(&pg).await.unwrap();
+    let (high, low) = space.key_lock(b"k");
+    sqlx::query("SELECT pg_advisory_lock($1, $2)").bind(high).bind(low).execute(&mut holder).await.unwrap();
+    let abandoned = tokio::time::timeout(Duration::from_millis(300), space.commit(&[], &put("second"))).await;
+    assert!(abandoned.is_err(), "the commit waits for the lock");
+
+    let read = tokio::time::timeout(Duration::from_secs(3), space.get(b"k")).await;
+    let entry = read.expect("answered while the abandoned commit still waits").unwrap().unwrap();
+    assert_eq!(entry.value, b"first");
+    sqlx::query("SELECT pg_advisory_unlock($1, $2)").bind(high).bind(low).execute(&mut holder).await.unwrap();
+}
+
 /// A grant or a revocation made through one host decides the next request on the
 /// other: the other host applies the change log, and a revoked grant does not linger.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -208,6 +235,65 @@ async fn connections_the_database_dropped_while_idle_are_replaced() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["metadata"]["properties"]["k"], "v");
     assert_eq!(a.post("/namespaces", json!({"namespace": ["after"]})).await.0, 200);
+}
+
+/// A statement on Postgres is one round trip: a pooled connection is not pinged as it
+/// is taken back (sqlx's pool pinged every one, doubling every statement's round
+/// trips). Counted by a proxy between the host and the database: a load makes two
+/// statements (the authorization version, the table's pointer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_is_one_round_trip() {
+    let Some(pg) = postgres_database().await else { return };
+    let mut url = url::Url::parse(&pg).unwrap();
+    let database = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let (proxy, sent) = counting_proxy(database).await;
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(proxy.port())).unwrap();
+    let warehouse = tempfile::tempdir().unwrap();
+    let server = Server::start(&shared_config(url.as_str(), warehouse.path()));
+    let a = server.login("root", "pw");
+    assert_eq!(a.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(a.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    // Every connection has prepared its statements (a first use is a round trip more).
+    for _ in 0..40 {
+        assert_eq!(a.get("/namespaces/db/tables/t").await.0, 200);
+    }
+
+    let before = sent.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..20 {
+        assert_eq!(a.get("/namespaces/db/tables/t").await.0, 200);
+    }
+    let sends = sent.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert!(sends <= 20 * 2, "{sends} sends to the database for 20 loads of two statements each");
+}
+
+/// A TCP proxy to `upstream` on a free local port, counting what clients send: each
+/// read from a client is one send, as a client waits for its answer before the next.
+async fn counting_proxy(upstream: String) -> (std::net::SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_server, mut to_server) = server.into_split();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 << 10];
+                while let Ok(n @ 1..) = from_client.read(&mut buffer).await {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if to_server.write_all(&buffer[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            tokio::spawn(async move { tokio::io::copy(&mut from_server, &mut to_client).await });
+        }
+    });
+    (address, sent)
 }
 
 /// Two hosts whose root catalog is the flaky test component (a namespace create waits

@@ -7,16 +7,19 @@
 //! commit that checks a prefix is empty locks the whole space instead (every commit
 //! holds the space's lock shared), since a key under the prefix could be written by
 //! any other. Versions come from a sequence, so they only grow and are never reused.
+//! Connections are pooled here rather than by sqlx, whose pool pings each one it takes
+//! back: a second round trip for every statement (see [`Pooled`]).
 
 use std::time::Duration;
 
+use deadpool::managed::{Metrics, Object, Pool, PoolError, RecycleError, RecycleResult};
 use sha2::{Digest, Sha256};
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{Connection, Row};
 
 use super::kv::{prefix_end, Check, Entry, KvError, Write};
 
-fn store_err(e: sqlx::Error) -> KvError {
+fn store_err(e: impl std::fmt::Display) -> KvError {
     KvError::Store(format!("postgres: {e}"))
 }
 
@@ -78,54 +81,120 @@ const SCHEMA: &[&str] = &[
 ];
 
 /// How long a pooled connection may have been idle and still be handed out without
-/// a ping first. By default sqlx pings a connection as it hands it out and again as it
-/// takes it back (the second cannot be turned off): three round trips per statement
-/// where one is the statement. A connection that answered within the last second is
-/// used as it is; one idle for longer (a database restarted in a quiet spell) is
-/// pinged, and replaced if it does not answer.
+/// a ping first. A connection that answered within the last second is used as it is;
+/// one idle for longer (a database restarted in a quiet spell) is pinged, and replaced
+/// if it does not answer.
 const USED_WITHOUT_PING: Duration = Duration::from_secs(1);
 
-async fn ping_if_idle(conn: &mut sqlx::PgConnection, idle_for: Duration) -> Result<bool, sqlx::Error> {
-    if idle_for > USED_WITHOUT_PING {
-        sqlx::Connection::ping(conn).await?;
+/// How many connections a host keeps to one database.
+const MAX_CONNECTIONS: usize = 16;
+
+/// A pooled connection, and whether the last statement run on it ran to its end.
+///
+/// sqlx's own pool pings every connection it takes back (it cannot be turned off in
+/// sqlx 0.8), in case a statement was dropped halfway: a round trip, and a wake-up of
+/// the database's process, for every statement. Here a connection whose statement did
+/// not end (dropped with its request, or failed) is simply not used again.
+struct Pooled {
+    conn: PgConnection,
+    settled: bool,
+}
+
+/// Opens and vets the pool's connections.
+struct Connector {
+    options: PgConnectOptions,
+}
+
+impl deadpool::managed::Manager for Connector {
+    type Type = Pooled;
+    type Error = sqlx::Error;
+
+    async fn create(&self) -> Result<Pooled, sqlx::Error> {
+        Ok(Pooled { conn: PgConnection::connect_with(&self.options).await?, settled: true })
     }
-    Ok(true)
+
+    async fn recycle(&self, pooled: &mut Pooled, metrics: &Metrics) -> RecycleResult<sqlx::Error> {
+        if !pooled.settled {
+            return Err(RecycleError::message("a statement on it did not end"));
+        }
+        if metrics.last_used() > USED_WITHOUT_PING {
+            pooled.conn.ping().await?;
+        }
+        Ok(())
+    }
+}
+
+/// A connection lent for one statement (or transaction): returned to the pool for
+/// reuse only by [`Lease::settle`] with the statement's success.
+struct Lease(Object<Connector>);
+
+impl Lease {
+    fn conn(&mut self) -> &mut PgConnection {
+        &mut self.0.conn
+    }
+
+    /// The statement's result; the connection is reused only if it succeeded.
+    fn settle<T>(mut self, result: Result<T, sqlx::Error>) -> Result<T, KvError> {
+        self.0.settled = result.is_ok();
+        result.map_err(store_err)
+    }
 }
 
 /// A connection pool to one database.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: PgPool,
+    pool: Pool<Connector>,
+}
+
+fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool<Connector>, KvError> {
+    let options: PgConnectOptions = url.parse().map_err(store_err)?;
+    Pool::builder(Connector { options })
+        .max_size(size)
+        .runtime(deadpool::Runtime::Tokio1)
+        .wait_timeout(Some(timeout))
+        .create_timeout(Some(timeout))
+        .recycle_timeout(Some(timeout))
+        // The connection returned last: the fewest database processes kept busy.
+        .queue_mode(deadpool::managed::QueueMode::Lifo)
+        .build()
+        .map_err(store_err)
+}
+
+/// A connection from `pool`, marked unsettled until its statement ends.
+async fn lease(pool: &Pool<Connector>) -> Result<Lease, KvError> {
+    let mut pooled = pool.get().await.map_err(|e| match e {
+        // sqlx's error as it is (deadpool's wording adds nothing).
+        PoolError::Backend(e) => store_err(e),
+        e => store_err(e),
+    })?;
+    pooled.settled = false;
+    Ok(Lease(pooled))
 }
 
 impl PgStore {
     /// Connects (failing within `timeout` when the server is unreachable) and creates
     /// the table if missing.
     pub async fn connect(url: &str, timeout: Duration) -> Result<Self, KvError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(timeout)
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| Box::pin(ping_if_idle(conn, meta.idle_for)))
-            .connect(url)
-            .await
-            .map_err(store_err)?;
-        let mut tx = pool.begin().await.map_err(store_err)?;
-        // Concurrent CREATE ... IF NOT EXISTS can still collide: serialize them.
-        sqlx::query("SELECT pg_advisory_xact_lock(7245143)").execute(&mut *tx).await.map_err(store_err)?;
-        for statement in SCHEMA {
-            sqlx::query(statement).execute(&mut *tx).await.map_err(store_err)?;
+        let pool = pool(url, MAX_CONNECTIONS, timeout)?;
+        let mut lease = lease(&pool).await?;
+        let created = async {
+            let mut tx = lease.conn().begin().await?;
+            // Concurrent CREATE ... IF NOT EXISTS can still collide: serialize them.
+            sqlx::query("SELECT pg_advisory_xact_lock(7245143)").execute(&mut *tx).await?;
+            for statement in SCHEMA {
+                sqlx::query(statement).execute(&mut *tx).await?;
+            }
+            tx.commit().await
         }
-        tx.commit().await.map_err(store_err)?;
+        .await;
+        lease.settle(created)?;
         Ok(Self { pool })
     }
 
     /// A store that connects on first use and creates nothing: for a database known
     /// to be out of reach (the conformance suite's "unavailable" case).
     pub fn connect_lazy(url: &str, timeout: Duration) -> Result<Self, KvError> {
-        let pool =
-            PgPoolOptions::new().max_connections(1).acquire_timeout(timeout).connect_lazy(url).map_err(store_err)?;
-        Ok(Self { pool })
+        Ok(Self { pool: pool(url, 1, timeout)? })
     }
 
     /// The key space `name`.
@@ -137,7 +206,7 @@ impl PgStore {
 /// One isolated key space in a Postgres database.
 #[derive(Clone)]
 pub struct PgSpace {
-    pool: PgPool,
+    pool: Pool<Connector>,
     space: String,
 }
 
@@ -155,13 +224,13 @@ fn entry(row: &sqlx::postgres::PgRow) -> Entry {
 impl PgSpace {
     /// Reads one key.
     pub async fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
+        let mut lease = lease(&self.pool).await?;
         let row = sqlx::query("SELECT key, value, version FROM rustberg_kv WHERE space = $1 AND key = $2")
             .bind(&self.space)
             .bind(key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(store_err)?;
-        Ok(row.as_ref().map(entry))
+            .fetch_optional(lease.conn())
+            .await;
+        Ok(lease.settle(row)?.as_ref().map(entry))
     }
 
     /// The rows of up to `limit` keys in [start, end), in order, read by `select`.
@@ -172,14 +241,15 @@ impl PgSpace {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<sqlx::postgres::PgRow>, KvError> {
-        sqlx::query(select)
+        let mut lease = lease(&self.pool).await?;
+        let rows = sqlx::query(select)
             .bind(&self.space)
             .bind(start)
             .bind(end)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(store_err)
+            .fetch_all(lease.conn())
+            .await;
+        lease.settle(rows)
     }
 
     /// Reads up to `limit` keys in [start, end).
@@ -238,7 +308,8 @@ impl PgSpace {
         let (high, low): (Vec<i32>, Vec<i32>) = locks.into_iter().unzip();
         let write_keys: Vec<&[u8]> = writes.iter().map(|w| w.key.as_slice()).collect();
         let write_values: Vec<Option<&[u8]>> = writes.iter().map(|w| w.value.as_deref()).collect();
-        let applied: bool = sqlx::query_scalar("SELECT rustberg_kv_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        let mut lease = lease(&self.pool).await?;
+        let applied = sqlx::query_scalar::<_, bool>("SELECT rustberg_kv_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)")
             .bind(&self.space)
             .bind(kinds)
             .bind(keys)
@@ -248,10 +319,9 @@ impl PgSpace {
             .bind(low)
             .bind(write_keys)
             .bind(write_values)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(store_err)?;
-        match applied {
+            .fetch_one(lease.conn())
+            .await;
+        match lease.settle(applied)? {
             true => Ok(()),
             false => Err(KvError::Conflict),
         }
