@@ -124,7 +124,7 @@ async fn member(mount: &Mount, ident: &Ident, kind: ClaimKind) -> usize {
         },
         // A table's pointer may not carry its metadata: the host holds it.
         _ => match mount.backend.load_table(ident, None).await {
-            Ok(pointer) => held::current(mount, &pointer).await.ok().map(|held| held.location.clone()),
+            Ok(pointer) => held::current_location(mount, &pointer).await.ok(),
             Err(_) => None,
         },
     };

@@ -50,6 +50,20 @@ impl Held {
         built.map_or_else(|| self.parse(), Ok)
     }
 
+    /// Metadata JSON just read, parsed now or only scanned. Refused if not well-formed
+    /// JSON; metadata that does not parse is held unparsed, for whoever parses it to
+    /// refuse.
+    fn read(json: Bytes, parse: Parse) -> Result<Self, serde_json::Error> {
+        if let Parse::Now = parse {
+            crate::telemetry::table_metadata_parse();
+            if let Ok(metadata) = serde_json::from_slice::<TableMetadata>(&json) {
+                return Ok(Self::new(json, metadata.location().to_string(), Some(metadata)));
+            }
+        }
+        let recorded = locations::recorded_location(&json)?;
+        Ok(Self::new(json, recorded, None))
+    }
+
     fn parse(&self) -> Result<TableMetadata, serde_json::Error> {
         crate::telemetry::table_metadata_parse();
         serde_json::from_slice(&self.json)
@@ -127,16 +141,40 @@ pub fn forget(mount: &Mount, metadata_location: &str) {
 /// well-formed JSON is refused (502, naming the mount): it is spliced into responses
 /// as it is.
 pub async fn served(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
-    held(mount, pointer, mount.served_files(), "this server reads no files of this mount").await
+    held(mount, pointer, mount.served_files(), "this server reads no files of this mount", Parse::Later).await
 }
+
+/// Why a change cannot read a metadata file the backend did not return.
+const NO_WAREHOUSE: &str = "the mount has no warehouse on this server";
 
 /// The metadata a loaded pointer names, for changing it: as [`served`], reading the
-/// file from the mount's warehouse.
+/// file from the mount's warehouse. JSON not held yet is parsed at once and held
+/// built, for the change to take: scanning it for its location first, as a load does,
+/// cost a quarter of the parse again.
 pub async fn current(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
-    held(mount, pointer, mount.warehouse.as_ref(), "the mount has no warehouse on this server").await
+    held(mount, pointer, mount.warehouse.as_ref(), NO_WAREHOUSE, Parse::Now).await
 }
 
-async fn held(mount: &Mount, pointer: &Pointer, files: Option<&Warehouse>, no_files: &str) -> Result<Arc<Held>, Error> {
+/// The table location the metadata a loaded pointer names records (empty if none), as
+/// [`current`] reads it but without parsing the rest.
+pub async fn current_location(mount: &Mount, pointer: &Pointer) -> Result<String, Error> {
+    Ok(held(mount, pointer, mount.warehouse.as_ref(), NO_WAREHOUSE, Parse::Later).await?.location.clone())
+}
+
+/// Whether JSON read to be held is parsed now or only scanned (checked well-formed and
+/// its location read), leaving the parse to whoever needs the metadata.
+enum Parse {
+    Now,
+    Later,
+}
+
+async fn held(
+    mount: &Mount,
+    pointer: &Pointer,
+    files: Option<&Warehouse>,
+    no_files: &str,
+    parse: Parse,
+) -> Result<Arc<Held>, Error> {
     let location = &pointer.metadata_location;
     let unusable = |why: String| Error::BadGateway(format!("{}: the metadata of {location} {why}", mount.label()));
     let returned = &pointer.metadata_json;
@@ -155,8 +193,7 @@ async fn held(mount: &Mount, pointer: &Pointer, files: Option<&Warehouse>, no_fi
             Box::pin(read(files, location)).await.map_err(|why| unusable(format!("was not returned and {why}")))?
         }
     };
-    let recorded = locations::recorded_location(&json).map_err(|_| unusable("is not valid JSON".into()))?;
-    let held = Arc::new(Held::new(json, recorded, None));
+    let held = Arc::new(Held::read(json, parse).map_err(|_| unusable("is not valid JSON".into()))?);
     HELD.insert(key(mount, location), held.clone());
     Ok(held)
 }
@@ -176,13 +213,9 @@ async fn read(files: &Warehouse, location: &str) -> Result<Bytes, String> {
 mod tests {
     use super::*;
 
-    /// A held metadata weighs the same before and after a commit takes it: the cache
-    /// weighs an entry again to remove it, and a lighter entry left the difference
-    /// counted forever (after a few thousand commits the cache seemed full and evicted
-    /// every new version, so every commit parsed its base).
-    #[test]
-    fn taking_the_metadata_leaves_the_weight() {
-        let metadata = iceberg::spec::TableMetadataBuilder::new(
+    /// A small table's metadata, located at file:///w/t.
+    fn metadata() -> TableMetadata {
+        iceberg::spec::TableMetadataBuilder::new(
             iceberg::spec::Schema::builder().build().unwrap(),
             iceberg::spec::UnboundPartitionSpec::builder().build(),
             iceberg::spec::SortOrder::unsorted_order(),
@@ -193,7 +226,16 @@ mod tests {
         .unwrap()
         .build()
         .unwrap()
-        .metadata;
+        .metadata
+    }
+
+    /// A held metadata weighs the same before and after a commit takes it: the cache
+    /// weighs an entry again to remove it, and a lighter entry left the difference
+    /// counted forever (after a few thousand commits the cache seemed full and evicted
+    /// every new version, so every commit parsed its base).
+    #[test]
+    fn taking_the_metadata_leaves_the_weight() {
+        let metadata = metadata();
         let json = Bytes::from(crate::tables::metadata_json(&metadata, 0).unwrap());
         let held = Arc::new(Held::new(json, "file:///w/t".into(), Some(metadata)));
         let key = ("held-test".to_string(), "file:///w/t/metadata/00000-a.metadata.json".to_string());
@@ -201,6 +243,26 @@ mod tests {
         assert!(held.take_metadata().is_ok());
         assert!(held.built.lock().unwrap().is_none(), "taken, not copied");
         assert_eq!(quick_cache::Weighter::weight(&BySize, &key, &held), weight);
+    }
+
+    /// Metadata read for a change is held parsed, so the change takes it without a
+    /// second pass; read for a load, only scanned. Either way JSON that is not
+    /// well-formed is refused, and metadata that does not parse is held for its parser
+    /// to refuse.
+    #[test]
+    fn metadata_read_for_a_change_is_parsed_once() {
+        let json = Bytes::from(crate::tables::metadata_json(&metadata(), 0).unwrap());
+        let read = Held::read(json.clone(), Parse::Now).unwrap();
+        assert!(read.built.lock().unwrap().is_some(), "parsed as it was read");
+        assert_eq!(read.location, "file:///w/t");
+        let scanned = Held::read(json, Parse::Later).unwrap();
+        assert!(scanned.built.lock().unwrap().is_none());
+        assert_eq!(scanned.location, "file:///w/t");
+
+        let not_metadata = Held::read(Bytes::from_static(br#"{"location": "file:///w/x"}"#), Parse::Now).unwrap();
+        assert_eq!(not_metadata.location, "file:///w/x");
+        assert!(not_metadata.take_metadata().is_err());
+        assert!(Held::read(Bytes::from_static(b"{\"location\": "), Parse::Now).is_err());
     }
 
     /// 40 MiB of metadata is held: it would exceed the share of one of several shards
