@@ -263,8 +263,10 @@ async fn a_statement_is_one_round_trip() {
     for _ in 0..20 {
         assert_eq!(a.get("/namespaces/db/tables/t").await.0, 200);
     }
+    // Two per load (four with a ping on every return), and room for a ping of a
+    // connection left idle over a second by a busy machine.
     let sends = sent.load(std::sync::atomic::Ordering::SeqCst) - before;
-    assert!(sends <= 20 * 2, "{sends} sends to the database for 20 loads of two statements each");
+    assert!(sends < 20 * 3, "{sends} sends to the database for 20 loads of two statements each");
 }
 
 /// A TCP proxy to `upstream` on a free local port, counting what clients send: each
