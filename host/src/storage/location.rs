@@ -162,12 +162,23 @@ impl Location {
     /// File paths are compared literally, never decoded: a `%` in an object key is
     /// that character. Empty, `.` and `..` segments never count as inside.
     pub fn contains_path(&self, path: &str) -> bool {
-        let Some(rest) = path.strip_prefix(&self.to_string()).and_then(|r| r.strip_prefix('/')) else {
+        let Some(rest) = self.strip_from(path).and_then(|r| r.strip_prefix('/')) else {
             return false;
         };
         !rest.is_empty()
             && !rest.chars().any(char::is_control)
             && rest.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+    }
+
+    /// What follows this location in `path`, if `path` starts with it as written
+    /// (`Display`), compared piece by piece: every file a commit writes is checked,
+    /// and formatting the location for each check was a string built and dropped.
+    fn strip_from<'a>(&self, path: &'a str) -> Option<&'a str> {
+        let mut rest = path.strip_prefix(self.scheme.prefix())?.strip_prefix(self.bucket.as_str())?;
+        for segment in &self.segments {
+            rest = rest.strip_prefix('/')?.strip_prefix(segment.as_str())?;
+        }
+        Some(rest)
     }
 
     /// Fails unless this location is strictly under `parent`.
@@ -365,8 +376,23 @@ mod tests {
         assert!(!Location::parse("s3://c/wh/t").unwrap().is_within(&wh));
         assert!(!Location::parse("file:///b/wh/t").unwrap().is_within(&wh));
         assert!(t.contains_path("s3://b/wh/db/t/data/k=a%20b/f.parquet"));
-        for outside in ["s3://b/wh/db/t", "s3://b/wh/db/t2/f", "s3://b/wh/db/t/../u/f", "s3://b/wh/db/t//f"] {
+        for outside in [
+            "s3://b/wh/db/t",
+            "s3://b/wh/db/t/",
+            "s3://b/wh/db/t2/f",
+            "s3://b2/wh/db/t/f",
+            "s3://b/wh/d/t/f",
+            "s3:/b/wh/db/t/f",
+            "file://b/wh/db/t/f",
+            "s3://b/wh/db/t/../u/f",
+            "s3://b/wh/db/t//f",
+        ] {
             assert!(!t.contains_path(outside), "{outside}");
+        }
+        let dir = Location::parse("file:///srv/wh/t").unwrap();
+        assert!(dir.contains_path("file:///srv/wh/t/metadata/00001-x.metadata.json"));
+        for outside in ["file:///srv/wh/t", "file:///srv/wh/tt/f", "file://srv/wh/t/f", "file:///srv/w/t/f"] {
+            assert!(!dir.contains_path(outside), "{outside}");
         }
         let above: Vec<String> = t.ancestors().map(|a| a.to_string()).collect();
         assert_eq!(above, ["s3://b", "s3://b/wh", "s3://b/wh/db"]);

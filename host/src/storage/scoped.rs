@@ -23,11 +23,12 @@ use super::location::Reach;
 /// The message every refusal starts with (how callers tell it from an I/O failure).
 pub const OUTSIDE: &str = "outside the location this request may reach";
 
-/// A storage that refuses every path not in `scope`.
+/// A storage that refuses every path not in `scope`. FileIO copies it into every file
+/// it opens, so both parts are shared, not copied.
 #[derive(Debug, Clone)]
 pub struct ScopedStorage {
     inner: Arc<dyn Storage>,
-    scope: Reach,
+    scope: Arc<Reach>,
 }
 
 /// Whether an error is a scoped storage's refusal.
@@ -38,7 +39,7 @@ pub fn is_refusal(e: &Error) -> bool {
 impl ScopedStorage {
     /// A FileIO over `inner` that reaches only what lies in `scope`.
     pub fn file_io(inner: Arc<dyn Storage>, scope: Reach) -> FileIO {
-        FileIOBuilder::new(Arc::new(ScopedFactory(ScopedStorage { inner, scope }))).build()
+        FileIOBuilder::new(Arc::new(ScopedFactory(ScopedStorage { inner, scope: Arc::new(scope) }))).build()
     }
 
     fn check(&self, path: &str) -> Result<()> {
