@@ -127,16 +127,38 @@ end
 LUA
 }
 
-# `commit_load PREFIX N [START]`: a wrk script whose every request sets one property
-# on the next of the N tables of commit_tables, round robin from table START.
-commit_load() {
+# `set_property_request PREFIX TABLE`: wrk's request function for the scripts below:
+# the n-th request sets property k to n on the table whose suffix the Lua expression
+# TABLE gives; the script declares `local n` before it, where the count starts.
+set_property_request() {
   cat <<LUA
-local n = ${3:-0}
 request = function()
   n = n + 1
   local body = string.format('{"requirements":[],"updates":[{"action":"set-properties","updates":{"k":"%d"}}]}', n)
   wrk.headers["content-type"] = "application/json"
-  return wrk.format("POST", "$1/namespaces/bench/tables/t" .. (n % $2), nil, body)
+  return wrk.format("POST", "$1/namespaces/bench/tables/t" .. $2, nil, body)
 end
 LUA
+}
+
+# `commit_load PREFIX N [START]`: a wrk script whose every request sets one property
+# on the next of the N tables of commit_tables, round robin from table START.
+commit_load() {
+  echo "local n = ${3:-0}"
+  set_property_request "$1" "(n % $2)"
+}
+
+# `own_table_load PREFIX FIRST`: a wrk script for one connection per thread (`-tN
+# -cN`) in which thread i sets properties on table FIRST+i only: each writer keeps
+# to a table of its own.
+own_table_load() {
+  cat <<LUA
+local next_table = $2
+function setup(thread)
+  thread:set("own_table", next_table)
+  next_table = next_table + 1
+end
+local n = 0
+LUA
+  set_property_request "$1" own_table
 }
