@@ -170,15 +170,21 @@ impl Location {
             && rest.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
     }
 
-    /// What follows this location in `path`, if `path` starts with it as written
-    /// (`Display`), compared piece by piece: every file a commit writes is checked,
-    /// and formatting the location for each check was a string built and dropped.
+    /// What follows this location in `path`, if `path` starts with it as written,
+    /// compared piece by piece: every file a commit writes is checked, and formatting
+    /// the location for each check was a string built and dropped.
     fn strip_from<'a>(&self, path: &'a str) -> Option<&'a str> {
-        let mut rest = path.strip_prefix(self.scheme.prefix())?.strip_prefix(self.bucket.as_str())?;
-        for segment in &self.segments {
-            rest = rest.strip_prefix('/')?.strip_prefix(segment.as_str())?;
-        }
-        Some(rest)
+        self.written().try_fold(path, |rest, piece| rest.strip_prefix(piece))
+    }
+
+    /// The pieces of this location as it is written, in order: what `Display` writes
+    /// and what [`Self::strip_from`] compares, so the two cannot differ.
+    fn written(&self) -> impl Iterator<Item = &str> {
+        let root = (self.segments.is_empty() && self.scheme == Scheme::File).then_some("/");
+        [self.scheme.prefix(), self.bucket.as_str()]
+            .into_iter()
+            .chain(self.segments.iter().flat_map(|segment| ["/", segment.as_str()]))
+            .chain(root)
     }
 
     /// Fails unless this location is strictly under `parent`.
@@ -193,16 +199,7 @@ impl Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.scheme.prefix())?;
-        f.write_str(&self.bucket)?;
-        for segment in &self.segments {
-            f.write_str("/")?;
-            f.write_str(segment)?;
-        }
-        if self.segments.is_empty() && self.scheme == Scheme::File {
-            f.write_str("/")?;
-        }
-        Ok(())
+        self.written().try_for_each(|piece| f.write_str(piece))
     }
 }
 
@@ -396,6 +393,37 @@ mod tests {
         }
         let above: Vec<String> = t.ancestors().map(|a| a.to_string()).collect();
         assert_eq!(above, ["s3://b", "s3://b/wh", "s3://b/wh/db"]);
+    }
+
+    /// `contains_path` compares a path with the location's pieces in place; it must
+    /// answer exactly as comparing with the location formatted, the file root included.
+    #[test]
+    fn contains_path_answers_as_the_written_location() {
+        let paths = [
+            "s3://b/f",
+            "s3://b//f",
+            "s3://b/wh/t/f",
+            "s3://b/wh/t",
+            "s3://b/wh/tt/f",
+            "s3://b2/f",
+            "file:///f",
+            "file:////f",
+            "file:///srv/wh/t/f",
+            "file:///srv/wh/t",
+            "file:///srv/wh/tt/f",
+            "file://srv/wh/t/f",
+        ];
+        for location in ["s3://b", "s3://b/wh/t", "file:///", "file:///srv/wh/t"] {
+            let location = Location::parse(location).unwrap();
+            let written = location.to_string();
+            for path in paths {
+                let formatted =
+                    path.strip_prefix(written.as_str()).and_then(|r| r.strip_prefix('/')).is_some_and(|rest| {
+                        !rest.is_empty() && rest.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+                    });
+                assert_eq!(location.contains_path(path), formatted, "{location} and {path}");
+            }
+        }
     }
 
     #[test]
