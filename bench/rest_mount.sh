@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # What a rest mount adds to a loadTable: a second Rustberg (the remote) holds a table;
-# the first mounts it as `remote` and serves it as remote.bench.t. Both servers are
+# the first mounts it as `remote` and serves it as remote.bench.t. Its baseline is a
+# bare proxy (`host/examples/noop_proxy.rs`: the mount's HTTP client, no catalog) in
+# front of the same remote: what one HTTP hop on this core costs. All three servers are
 # pinned to core 0, wrk (one connection) to core 1; prints the latency percentiles of
-# asking the remote directly and through the mount, and the difference of the medians.
+# asking the remote directly, through the bare proxy and through the mount, and what
+# each adds to the direct median.
 #
 #   bash bench/rest_mount.sh               # 10 s per run
 #   DURATION=5s bash bench/rest_mount.sh
@@ -13,7 +16,7 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 
 source bench/build.sh
-build --bin rustberg
+build --bin rustberg --example noop_proxy
 source bench/start_rustberg.sh
 
 # The remote, with one table (the loadTable body of bench/load_table.sh's size class).
@@ -48,8 +51,15 @@ percentiles() {
     /Requests\/sec/ { rps = $2 }
     END { printf "%8.0f %8.0f %8.0f %10s\n", p50, p90, p99, rps }'
 }
+# The bare proxy, forwarding to the remote.
+taskset -c 0 "$bin/examples/noop_proxy" "http://127.0.0.1:18191" 127.0.0.1:18193 > "$work/proxy.log" 2>&1 &
+proxied="http://127.0.0.1:18193/${direct#http://*/}"
+for _ in $(seq 100); do curl -sf -H "Authorization: Bearer $remote_token" "$proxied" > /dev/null && break; sleep 0.1; done
+
 echo "loadTable, one connection; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-14s %8s %8s %8s %10s\n' path "p50 µs" "p90 µs" "p99 µs" "req/s"
 d=$(percentiles "$remote_token" "$direct"); printf '%-14s %s\n' direct "$d"
+p=$(percentiles "$remote_token" "$proxied"); printf '%-14s %s\n' "bare proxy" "$p"
 m=$(percentiles "$mount_token" "$mounted"); printf '%-14s %s\n' "through mount" "$m"
-echo "added at p50: $(( $(echo "$m" | awk '{print $1}') - $(echo "$d" | awk '{print $1}') )) µs"
+p50() { awk '{print $1}' <<< "$1"; }
+echo "added at p50: $(( $(p50 "$m") - $(p50 "$d") )) µs by the mount, $(( $(p50 "$p") - $(p50 "$d") )) µs by the bare proxy"
