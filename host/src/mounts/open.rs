@@ -90,7 +90,8 @@ pub fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String
         http::client(Duration::from_millis(mount.connect_timeout_ms), Duration::from_millis(mount.request_timeout_ms))
             .map_err(|e| anyhow!("http client: {e}"))?;
     let credential = HostCredential::from_config(mount.auth(), client.clone()).map_err(|e| anyhow!("auth: {e}"))?;
-    let grant = HttpGrant::new(origins, client, Duration::from_millis(mount.request_timeout_ms), credential);
+    let grant = HttpGrant::new(origins, client, Duration::from_millis(mount.request_timeout_ms), credential)
+        .map_err(|e| anyhow!("http_origins: {e}"))?;
     Ok((grant, settings))
 }
 

@@ -14,7 +14,9 @@ const MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// What a mount lets its backend reach.
 pub struct HttpGrant {
     /// `scheme://host[:port]`, no path: `catalog_url`'s origin first, then `http_origins`.
-    origins: Vec<String>,
+    /// Parsed once: a request's URL is its origin's with the path set, so only the path
+    /// is parsed per request, and the origin cannot change.
+    origins: Vec<url::Url>,
     client: reqwest::Client,
     request_timeout: Duration,
     credential: HostCredential,
@@ -37,22 +39,30 @@ impl HttpGrant {
         client: reqwest::Client,
         request_timeout: Duration,
         credential: HostCredential,
-    ) -> Self {
+    ) -> Result<Self, String> {
         assert!(!origins.is_empty(), "an http grant reaches at least catalog_url's origin");
-        Self { origins, client, request_timeout, credential }
+        let origins =
+            origins.iter().map(|o| url::Url::parse(o).map_err(|e| format!("{o}: {e}"))).collect::<Result<_, _>>()?;
+        Ok(Self { origins, client, request_timeout, credential })
     }
 
     /// The URL a request goes to: a path on the first origin, or an absolute URL on
     /// any granted origin.
-    fn target(&self, path: &str) -> Result<String, WitError> {
+    fn target(&self, path: &str) -> Result<url::Url, WitError> {
         if path.starts_with('/') && !path.starts_with("//") {
-            return Ok(format!("{}{path}", self.origins[0]));
+            // As if parsed after the origin: a fragment is not sent, the query follows `?`.
+            let path = path.split_once('#').map_or(path, |(before, _)| before);
+            let (path, query) = path.split_once('?').map_or((path, None), |(p, q)| (p, Some(q)));
+            let mut url = self.origins[0].clone();
+            url.set_path(path);
+            url.set_query(query);
+            return Ok(url);
         }
         match url::Url::parse(path) {
-            Ok(url) if self.origins.contains(&url.origin().ascii_serialization()) => Ok(url.to_string()),
+            Ok(url) if self.origins.iter().any(|o| o.origin() == url.origin()) => Ok(url),
             _ => Err(WitError::BadRequest(format!(
                 "{path:?} is neither a path on {} nor a URL on an origin the mount grants",
-                self.origins[0]
+                self.origins[0].origin().ascii_serialization()
             ))),
         }
     }
@@ -101,26 +111,20 @@ impl HttpGrant {
     async fn send_once(
         &self,
         method: &http::Method,
-        url: &str,
+        url: &url::Url,
         headers: &http::HeaderMap,
         body: &[u8],
     ) -> Result<reqwest::Response, WitError> {
-        let request = http::Request::builder()
-            .method(method.clone())
-            .uri(url)
-            .body(())
-            .map_err(|e| WitError::BadRequest(format!("{url}: {e}")))?;
-        let (mut parts, ()) = request.into_parts();
-        parts.headers = headers.clone();
-        self.credential.apply(&mut parts, body).await?;
-        let mut builder = self.client.request(parts.method, parts.uri.to_string()).headers(parts.headers);
+        let mut request = reqwest::Request::new(method.clone(), url.clone());
+        *request.headers_mut() = headers.clone();
         if !body.is_empty() {
-            builder = builder.body(body.to_vec());
+            *request.body_mut() = Some(body.to_vec().into());
         }
-        builder.send().await.map_err(|e| self.transport_error(url, e))
+        self.credential.apply(&mut request, body).await?;
+        self.client.execute(request).await.map_err(|e| self.transport_error(url, e))
     }
 
-    fn transport_error(&self, url: &str, e: reqwest::Error) -> WitError {
+    fn transport_error(&self, url: &url::Url, e: reqwest::Error) -> WitError {
         WitError::Unavailable(if e.is_timeout() {
             format!("{url} did not answer within {} ms", self.request_timeout.as_millis())
         } else if e.is_connect() {
@@ -189,7 +193,7 @@ mod tests {
     fn grant(origins: Vec<String>, auth: Option<MountAuth>) -> HttpGrant {
         let timeout = Duration::from_secs(10);
         let client = client(timeout, timeout).unwrap();
-        HttpGrant::new(origins, client.clone(), timeout, HostCredential::from_config(auth, client).unwrap())
+        HttpGrant::new(origins, client.clone(), timeout, HostCredential::from_config(auth, client).unwrap()).unwrap()
     }
 
     fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Request {
@@ -234,6 +238,36 @@ mod tests {
                 other => panic!("{path} was not refused: {:?}", other.map(|r| r.status)),
             }
         }
+    }
+
+    /// A path is set on the first origin (parsed alone) and makes the URL the origin and
+    /// the path written together parse to, less the fragment, which is never sent; it
+    /// cannot lead anywhere else.
+    #[tokio::test]
+    async fn a_path_makes_the_url_written_after_the_first_origin() {
+        let (origin, _) = serve(0).await;
+        let grant = grant(vec![origin.clone()], None);
+        let paths = [
+            "/",
+            "/v1/config?warehouse=a%20b",
+            "/v1/namespaces/a%1Fb/tables/t",
+            "/a b/ü?q=ü&r=%2F#fragment",
+            "/a/../../echo",
+            "/./x/.",
+            "/\\evil.example/echo",
+            "/%2F%2Fevil.example/x",
+            "/x?y#z?w",
+            "/x#",
+            "/?",
+        ];
+        for path in paths {
+            let mut written = url::Url::parse(&format!("{origin}{path}")).unwrap();
+            written.set_fragment(None);
+            assert_eq!(grant.target(path).unwrap(), written, "{path}");
+        }
+        // A backslash is a slash in an http URL: after the origin it starts the path.
+        assert_eq!(grant.send(request("GET", "/\\evil.example/echo", &[], b"")).await.unwrap().status, 404);
+        assert_eq!(grant.send(request("GET", "/a/../echo?x=1#f", &[], b"")).await.unwrap().status, 200);
     }
 
     #[tokio::test]

@@ -77,7 +77,7 @@ impl HostCredential {
     }
 
     /// Adds the credential to a request about to be sent with `body`.
-    pub async fn apply(&self, parts: &mut http::request::Parts, body: &[u8]) -> Result<(), WitError> {
+    pub async fn apply(&self, request: &mut reqwest::Request, body: &[u8]) -> Result<(), WitError> {
         let bearer = |token: &str| {
             http::HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|_| WitError::Internal("the token is not a valid header value".into()))
@@ -85,20 +85,34 @@ impl HostCredential {
         match self {
             Self::None => Ok(()),
             Self::Bearer(token) => {
-                parts.headers.insert(http::header::AUTHORIZATION, bearer(token)?);
+                request.headers_mut().insert(http::header::AUTHORIZATION, bearer(token)?);
                 Ok(())
             }
             Self::AwsSigV4 { signer, credential } => {
+                // reqsign signs `http` request parts: made from the request, and what the
+                // signer set (headers, the URI) taken back.
+                let url = request.url().as_str();
+                let (mut parts, ()) = http::Request::builder()
+                    .method(request.method().clone())
+                    .uri(url)
+                    .body(())
+                    .map_err(|e| WitError::BadRequest(format!("{url}: {e}")))?
+                    .into_parts();
+                parts.headers = std::mem::take(request.headers_mut());
                 let digest = http::HeaderValue::from_str(&hex_sha256(body)).expect("a hex digest is a header value");
                 parts.headers.insert("x-amz-content-sha256", digest);
                 signer
-                    .sign_request(&Context::new(), parts, Some(credential), None)
+                    .sign_request(&Context::new(), &mut parts, Some(credential), None)
                     .await
-                    .map_err(|e| WitError::Internal(format!("cannot sign the request: {e}")))
+                    .map_err(|e| WitError::Internal(format!("cannot sign the request: {e}")))?;
+                *request.url_mut() = url::Url::parse(&parts.uri.to_string())
+                    .map_err(|e| WitError::Internal(format!("the signed request's URI: {e}")))?;
+                *request.headers_mut() = parts.headers;
+                Ok(())
             }
             Self::OAuth2(tokens) => {
                 let token = tokens.token().await?;
-                parts.headers.insert(http::header::AUTHORIZATION, bearer(&token)?);
+                request.headers_mut().insert(http::header::AUTHORIZATION, bearer(&token)?);
                 Ok(())
             }
         }
