@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
+/// The workspace profile the components are built with.
+const PROFILE: &str = "components";
 /// (package, file name in OUT_DIR)
 const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-native", "native.wasm"),
@@ -28,7 +30,10 @@ fn main() {
     for dir in ["wit", "plugins"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    // The lock file pins the components' dependencies; the manifest holds their profile.
+    for file in ["Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join(file).display());
+    }
 
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
@@ -38,7 +43,10 @@ fn main() {
     ensure_target();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root).args(["build", "--release", "--target", TARGET]).arg("--target-dir").arg(&wasm_target_dir);
+    cmd.current_dir(&root)
+        .args(["build", "--profile", PROFILE, "--target", TARGET])
+        .arg("--target-dir")
+        .arg(&wasm_target_dir);
     for (package, _) in COMPONENTS {
         cmd.args(["-p", package]);
     }
@@ -65,7 +73,7 @@ fn main() {
         );
     }
 
-    let built = wasm_target_dir.join(TARGET).join("release");
+    let built = wasm_target_dir.join(TARGET).join(PROFILE);
     for (package, file) in COMPONENTS {
         let from = built.join(format!("{}.wasm", package.replace('-', "_")));
         copy(&from, &out_dir.join(file));
