@@ -1,6 +1,8 @@
 //! Talking to the remote catalog through the host's `http` capability, and turning
 //! its answers into backend results (only 404 means absent).
 
+use std::sync::OnceLock;
+
 use serde::de::DeserializeOwned;
 
 use crate::rustberg::catalog::config;
@@ -41,10 +43,16 @@ impl Remote {
     }
 
     /// Everything known after the mount was opened (the prefix is remembered then).
-    pub fn open() -> Result<Self, Error> {
+    /// Read from the host once per instance: the host asks for the capabilities, and
+    /// remembers the prefix, before it makes any other call, and never changes them.
+    pub fn open() -> Result<&'static Self, Error> {
+        static OPENED: OnceLock<Remote> = OnceLock::new();
+        if let Some(remote) = OPENED.get() {
+            return Ok(remote);
+        }
         let mut remote = Self::discover()?;
         remote.prefix = config::get("prefix").unwrap_or_default();
-        Ok(remote)
+        Ok(OPENED.get_or_init(|| remote))
     }
 
     pub fn config_path(&self) -> String {
