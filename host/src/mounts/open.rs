@@ -91,7 +91,7 @@ pub fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String
             .map_err(|e| anyhow!("http client: {e}"))?;
     let credential = HostCredential::from_config(mount.auth(), client.clone()).map_err(|e| anyhow!("auth: {e}"))?;
     let grant = HttpGrant::new(origins, client, Duration::from_millis(mount.request_timeout_ms), credential)
-        .map_err(|e| anyhow!("http_origins: {e}"))?;
+        .map_err(|e| anyhow!("the origins the mount grants: {e}"))?;
     Ok((grant, settings))
 }
 
