@@ -89,8 +89,9 @@ impl HostCredential {
                 Ok(())
             }
             Self::AwsSigV4 { signer, credential } => {
-                // reqsign signs `http` request parts: made from the request, and what the
-                // signer set (headers, the URI) taken back.
+                // reqsign signs `http` request parts: made from the request, and the
+                // headers the signer set taken back. Without an expiry it signs in headers
+                // and leaves the URI as it is (only a presigned URL changes the query).
                 let url = request.url().as_str();
                 let (mut parts, ()) = http::Request::builder()
                     .method(request.method().clone())
@@ -105,8 +106,6 @@ impl HostCredential {
                     .sign_request(&Context::new(), &mut parts, Some(credential), None)
                     .await
                     .map_err(|e| WitError::Internal(format!("cannot sign the request: {e}")))?;
-                *request.url_mut() = url::Url::parse(&parts.uri.to_string())
-                    .map_err(|e| WitError::Internal(format!("the signed request's URI: {e}")))?;
                 *request.headers_mut() = parts.headers;
                 Ok(())
             }
