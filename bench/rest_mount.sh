@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What a rest mount adds to a loadTable: a second Rustberg (the remote) holds a table;
-# the first mounts it as `remote` and serves it as remote.bench.t. Its baseline is a
-# bare proxy (`host/examples/noop_proxy.rs`: the mount's HTTP client, no catalog) in
-# front of the same remote: what one HTTP hop on this core costs. All three servers are
-# pinned to core 0, wrk (one connection) to core 1; prints the latency percentiles of
-# asking the remote directly, through the bare proxy and through the mount, and what
-# each adds to the direct median.
+# the first mounts it as `remote` and serves it as remote.bench.t. Its baselines are
+# bare proxies in front of the same remote (`host/examples/noop_proxy.rs`), each what
+# one HTTP hop on this core costs without a catalog: the mount's own HTTP client behind
+# axum ("bare proxy"), hyper's server and client alone ("hyper proxy"), and a relay of
+# the bytes with no HTTP library ("tcp relay"). All servers are pinned to core 0, wrk
+# (one connection) to core 1; prints the latency percentiles of asking the remote
+# directly and through each, and what each adds to the direct median.
 #
 #   bash bench/rest_mount.sh               # 10 s per run
 #   DURATION=5s bash bench/rest_mount.sh
@@ -51,15 +52,23 @@ percentiles() {
     /Requests\/sec/ { rps = $2 }
     END { printf "%8.0f %8.0f %8.0f %10s\n", p50, p90, p99, rps }'
 }
-# The bare proxy, forwarding to the remote.
-taskset -c 0 "$bin/examples/noop_proxy" "http://127.0.0.1:18191" 127.0.0.1:18193 > "$work/proxy.log" 2>&1 &
-proxied="http://127.0.0.1:18193/${direct#http://*/}"
-for _ in $(seq 100); do curl -sf -H "Authorization: Bearer $remote_token" "$proxied" > /dev/null && break; sleep 0.1; done
+# The bare proxies, forwarding to the remote.
+proxy_port=18193
+for mode in client hyper relay; do
+  taskset -c 0 "$bin/examples/noop_proxy" "http://127.0.0.1:18191" "127.0.0.1:$proxy_port" "$mode" \
+    > "$work/proxy-$mode.log" 2>&1 &
+  declare "proxied_$mode=http://127.0.0.1:$proxy_port/${direct#http://*/}"
+  proxied="http://127.0.0.1:$proxy_port/${direct#http://*/}"
+  for _ in $(seq 100); do curl -sf -H "Authorization: Bearer $remote_token" "$proxied" > /dev/null && break; sleep 0.1; done
+  proxy_port=$((proxy_port + 1))
+done
 
 echo "loadTable, one connection; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-14s %8s %8s %8s %10s\n' path "p50 µs" "p90 µs" "p99 µs" "req/s"
 d=$(percentiles "$remote_token" "$direct"); printf '%-14s %s\n' direct "$d"
-p=$(percentiles "$remote_token" "$proxied"); printf '%-14s %s\n' "bare proxy" "$p"
+r=$(percentiles "$remote_token" "$proxied_relay"); printf '%-14s %s\n' "tcp relay" "$r"
+h=$(percentiles "$remote_token" "$proxied_hyper"); printf '%-14s %s\n' "hyper proxy" "$h"
+p=$(percentiles "$remote_token" "$proxied_client"); printf '%-14s %s\n' "bare proxy" "$p"
 m=$(percentiles "$mount_token" "$mounted"); printf '%-14s %s\n' "through mount" "$m"
-p50() { awk '{print $1}' <<< "$1"; }
-echo "added at p50: $(( $(p50 "$m") - $(p50 "$d") )) µs by the mount, $(( $(p50 "$p") - $(p50 "$d") )) µs by the bare proxy"
+added() { echo $(( $(awk '{print $1}' <<< "$1") - $(awk '{print $1}' <<< "$d") )); }
+echo "added at p50: $(added "$m") µs by the mount; by the bare proxy $(added "$p"), the hyper proxy $(added "$h"), the tcp relay $(added "$r")"

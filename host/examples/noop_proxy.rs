@@ -1,10 +1,15 @@
-//! The baseline of the rest-mount benchmark: an axum server on the same runtime
-//! settings as `rustberg` that forwards every GET, with its `Authorization` header, to
-//! one origin through the client a rest mount uses (`plugins::http::client`, its
-//! connection kept alive) and answers with the remote's status and body, doing no other
-//! work. What it adds to a request is what one HTTP hop costs without a catalog.
+//! The baselines of the rest-mount benchmark: a proxy in front of one origin that
+//! forwards every GET, with its `Authorization` header, over a connection kept alive,
+//! and answers with the remote's status and body, doing no other work. What it adds to
+//! a request is what one hop costs without a catalog, at three depths:
 //!
-//! Usage: noop_proxy <origin, e.g. http://127.0.0.1:18191> <listen address>
+//! - `client` (the default): an axum server forwarding through the client a rest mount
+//!   uses (`plugins::http::client`), on the same runtime settings as `rustberg`;
+//! - `hyper`: hyper's own server and client, the library under axum and reqwest;
+//! - `relay`: no HTTP library; the bytes of each request and response are relayed,
+//!   reading only the framing (`Content-Length`). What the kernel and the runtime cost.
+//!
+//! Usage: noop_proxy <origin, e.g. http://127.0.0.1:18191> <listen address> [client|hyper|relay]
 
 use std::time::Duration;
 
@@ -15,11 +20,43 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::serve::ListenerExt;
 use axum::Router;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let usage = "usage: noop_proxy <origin> <listen address> [client|hyper|relay]";
+    let origin = args.next().expect(usage);
+    let listen = args.next().expect(usage);
+    let mode = args.next().unwrap_or_else(|| "client".into());
+    let listener = TcpListener::bind(&listen).await.expect("binding");
+    println!("noop proxy ({mode}): listening on http://{}", listener.local_addr().unwrap());
+    match mode.as_str() {
+        "client" => client(origin, listener).await,
+        "hyper" => hyper(origin, listener).await,
+        "relay" => relay(origin, listener).await,
+        _ => panic!("{usage}"),
+    }
+}
 
 #[derive(Clone)]
 struct Remote {
     origin: String,
     client: reqwest::Client,
+}
+
+async fn client(origin: String, listener: TcpListener) {
+    // A rest mount's default timeouts (`[mount.*]` connect_timeout_ms, request_timeout_ms).
+    let client = rustberg::plugins::http::client(Duration::from_secs(1), Duration::from_secs(3)).expect("a client");
+    let app = Router::new().fallback(get(forward)).with_state(Remote { origin, client });
+    // As rustberg's listener.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await.unwrap();
 }
 
 async fn forward(State(remote): State<Remote>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
@@ -39,19 +76,90 @@ async fn forward(State(remote): State<Remote>, uri: Uri, headers: HeaderMap) -> 
     }
 }
 
-#[tokio::main]
-async fn main() {
-    let mut args = std::env::args().skip(1);
-    let origin = args.next().expect("usage: noop_proxy <origin> <listen address>");
-    let listen = args.next().unwrap_or_else(|| "127.0.0.1:18183".into());
-    // A rest mount's default timeouts (`[mount.*]` connect_timeout_ms, request_timeout_ms).
-    let client = rustberg::plugins::http::client(Duration::from_secs(1), Duration::from_secs(3)).expect("a client");
-    let app = Router::new().fallback(get(forward)).with_state(Remote { origin, client });
-    let listener = tokio::net::TcpListener::bind(&listen).await.expect("binding");
-    println!("noop proxy: listening on http://{}", listener.local_addr().unwrap());
-    // As rustberg's listener.
-    let listener = listener.tap_io(|tcp| {
+async fn hyper(origin: String, listener: TcpListener) {
+    use hyper_util::client::legacy::Client;
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: Client<_, Empty<Bytes>> = Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else { continue };
         let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await.unwrap();
+        let (client, origin) = (client.clone(), origin.clone());
+        let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let path = request.uri().path_and_query().map_or("/", |p| p.as_str());
+            let mut forwarded = hyper::Request::get(format!("{origin}{path}"));
+            if let Some(auth) = request.headers().get(AUTHORIZATION) {
+                forwarded = forwarded.header(AUTHORIZATION, auth);
+            }
+            let client = client.clone();
+            async move {
+                let answered = async {
+                    let response = client.request(forwarded.body(Empty::new())?).await?;
+                    let status = response.status();
+                    Ok::<_, Box<dyn std::error::Error + Send + Sync>>((status, response.into_body().collect().await?))
+                };
+                let (status, body) = match answered.await {
+                    Ok((status, body)) => (status, body.to_bytes()),
+                    Err(e) => (StatusCode::BAD_GATEWAY, Bytes::from(e.to_string())),
+                };
+                let mut response = hyper::Response::new(Full::new(body));
+                *response.status_mut() = status;
+                response.headers_mut().insert(CONTENT_TYPE, "application/json".parse().unwrap());
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+        tokio::spawn(
+            hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tcp), service),
+        );
+    }
+}
+
+async fn relay(origin: String, listener: TcpListener) {
+    let address = origin.trim_start_matches("http://").trim_end_matches('/').to_string();
+    loop {
+        let Ok((mut downstream, _)) = listener.accept().await else { continue };
+        let address = address.clone();
+        tokio::spawn(async move {
+            let Ok(mut upstream) = TcpStream::connect(&address).await else { return };
+            let _ = (downstream.set_nodelay(true), upstream.set_nodelay(true));
+            let (mut request, mut response) = (Vec::new(), Vec::new());
+            while read_message(&mut downstream, &mut request).await.is_some() {
+                if upstream.write_all(&request).await.is_err()
+                    || read_message(&mut upstream, &mut response).await.is_none()
+                {
+                    return;
+                }
+                if downstream.write_all(&response).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Reads one HTTP/1.1 message, a head and a `Content-Length` body (enough for the GETs
+/// and JSON answers of the benchmark), into `message`; `None` at the end of the stream.
+async fn read_message(stream: &mut TcpStream, message: &mut Vec<u8>) -> Option<()> {
+    message.clear();
+    let mut length = None;
+    loop {
+        if length.is_none() {
+            if let Some(end) = message.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = std::str::from_utf8(&message[..end]).ok()?;
+                let body = head
+                    .split("\r\n")
+                    .filter_map(|line| line.split_once(':'))
+                    .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+                    .map_or(Some(0), |(_, value)| value.trim().parse().ok())?;
+                length = Some(end + 4 + body);
+            }
+        }
+        if length.is_some_and(|length| message.len() >= length) {
+            return Some(());
+        }
+        message.reserve(16 * 1024);
+        if stream.read_buf(message).await.ok()? == 0 {
+            return None;
+        }
+    }
 }
