@@ -57,8 +57,8 @@ proxy_port=18193
 for mode in client hyper relay; do
   taskset -c 0 "$bin/examples/noop_proxy" "http://127.0.0.1:18191" "127.0.0.1:$proxy_port" "$mode" \
     > "$work/proxy-$mode.log" 2>&1 &
-  declare "proxied_$mode=http://127.0.0.1:$proxy_port/${direct#http://*/}"
   proxied="http://127.0.0.1:$proxy_port/${direct#http://*/}"
+  declare "proxied_$mode=$proxied"
   for _ in $(seq 100); do curl -sf -H "Authorization: Bearer $remote_token" "$proxied" > /dev/null && break; sleep 0.1; done
   proxy_port=$((proxy_port + 1))
 done
