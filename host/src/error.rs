@@ -11,6 +11,10 @@ use crate::plugins::BackendError;
 pub enum Error {
     #[error("{0}")]
     BadRequest(String),
+    /// Metadata a client sent that does not validate, answered as Iceberg's reference
+    /// catalog answers it: Iceberg's Java client raises `IllegalArgumentException`.
+    #[error("{0}")]
+    IllegalArgument(String),
     #[error("{0}")]
     NotAuthorized(String),
     #[error("{0}")]
@@ -52,11 +56,62 @@ pub enum Error {
     Internal(String),
 }
 
+/// Which kind of catalog member a name belongs to, in the words of an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    Table,
+    View,
+}
+
+/// The words Iceberg's own catalogs use for absence and name clashes: clients and
+/// Iceberg's compatibility kit match on them. `name` is the client's dotted name.
+impl Error {
+    pub fn no_such_namespace(name: impl std::fmt::Display) -> Error {
+        Error::NoSuchNamespace(format!("Namespace does not exist: {name}"))
+    }
+
+    pub fn no_such_table(name: impl std::fmt::Display) -> Error {
+        Error::NoSuchTable(format!("Table does not exist: {name}"))
+    }
+
+    pub fn no_such_view(name: impl std::fmt::Display) -> Error {
+        Error::NoSuchView(format!("View does not exist: {name}"))
+    }
+
+    pub fn namespace_exists(name: impl std::fmt::Display) -> Error {
+        Error::AlreadyExists(format!("Namespace already exists: {name}"))
+    }
+
+    /// A create of `creating` refused because a `holder` has the name.
+    pub fn name_taken(name: impl std::fmt::Display, creating: Member, holder: Member) -> Error {
+        Error::AlreadyExists(match (creating, holder) {
+            (Member::Table, Member::Table) => format!("Table already exists: {name}"),
+            (Member::View, Member::View) => format!("View already exists: {name}"),
+            (Member::Table, Member::View) => format!("View with same name already exists: {name}"),
+            (Member::View, Member::Table) => format!("Table with same name already exists: {name}"),
+        })
+    }
+
+    /// A rename refused because a `holder` has the destination's name.
+    pub fn rename_target_taken(
+        source: impl std::fmt::Display,
+        destination: impl std::fmt::Display,
+        holder: Member,
+    ) -> Error {
+        let holder = match holder {
+            Member::Table => "Table",
+            Member::View => "View",
+        };
+        Error::AlreadyExists(format!("Cannot rename {source} to {destination}. {holder} already exists"))
+    }
+}
+
 impl Error {
     /// The HTTP status and the Iceberg exception type name.
     fn status_and_type(&self) -> (StatusCode, &'static str) {
         match self {
             Error::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
+            Error::IllegalArgument(_) => (StatusCode::BAD_REQUEST, "IllegalArgumentException"),
             Error::NotAuthorized(_) => (StatusCode::UNAUTHORIZED, "NotAuthorizedException"),
             Error::Forbidden(_) => (StatusCode::FORBIDDEN, "ForbiddenException"),
             Error::Conflict(_) => (StatusCode::CONFLICT, "ConflictException"),

@@ -42,8 +42,8 @@ impl Kind {
         move || {
             let what = format!("{}.{name}", namespace.join("."));
             match self {
-                Kind::Table => Error::NoSuchTable(format!("table {what} does not exist")),
-                Kind::View => Error::NoSuchView(format!("view {what} does not exist")),
+                Kind::Table => Error::no_such_table(what),
+                Kind::View => Error::no_such_view(what),
             }
         }
     }
@@ -89,7 +89,7 @@ pub async fn resolve_namespace<'s>(
 }
 
 pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
-    move || Error::NoSuchNamespace(format!("namespace {} does not exist", ns.join(".")))
+    move || Error::no_such_namespace(ns.join("."))
 }
 
 /// Lists the tables or views of a namespace that the caller may read.
@@ -186,13 +186,6 @@ pub async fn rename(
     };
     // The grants follow the new name, or stay if the rename did not happen.
     let effect = Effect::Move { from, to };
-    recovery::with_intent(&state.authz, &state.mounts, effect, renamed).await.map_err(|e| match e {
-        Error::AlreadyExists(_) => Error::AlreadyExists(format!(
-            "a table or view named {}.{} already exists",
-            destination.namespace.join("."),
-            destination.name
-        )),
-        e => e,
-    })?;
+    recovery::with_intent(&state.authz, &state.mounts, effect, renamed).await?;
     Ok(StatusCode::NO_CONTENT)
 }

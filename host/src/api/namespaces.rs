@@ -204,7 +204,7 @@ pub async fn create(
     }
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
-        return Err(Error::AlreadyExists(format!("namespace {} already exists: it is a mount", ns[0])));
+        return Err(Error::AlreadyExists(format!("Namespace already exists: {}: it is a mount", ns[0])));
     }
     mount.check_writable()?;
     let properties: Vec<(String, String)> = req.properties.into_iter().collect();
@@ -426,7 +426,7 @@ async fn exists_at(mount: &Mount, local: &[String], location: &Location) -> bool
 }
 
 fn already_exists(ns: &[String]) -> Error {
-    Error::AlreadyExists(format!("namespace {} already exists", ns.join(".")))
+    Error::namespace_exists(ns.join("."))
 }
 
 pub async fn load(

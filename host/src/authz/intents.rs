@@ -112,7 +112,7 @@ impl Authorizer {
         match self.space.make(&commit).await {
             Ok(()) => Ok(intent),
             Err(KvError::Conflict) => match &intent.effect {
-                Effect::Own { root, .. } => Err(Error::AlreadyExists(format!("namespace {root} already exists"))),
+                Effect::Own { root, .. } => Err(Error::namespace_exists(root)),
                 _ => Err(Error::Internal("an intent key was taken twice".into())),
             },
             Err(e) => Err(store_err(e)),

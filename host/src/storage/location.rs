@@ -85,6 +85,9 @@ impl Location {
             (Scheme::S3, rest)
         } else if let Some(rest) = decoded.strip_prefix("file://") {
             (Scheme::File, rest)
+        } else if let Some(rest) = decoded.strip_prefix("file:").filter(|rest| rest.starts_with('/')) {
+            // `file:/data/wh` is `file:///data/wh` as Java (Hadoop's Path) writes it.
+            (Scheme::File, rest)
         } else {
             return Err(LocationError::Scheme);
         };
@@ -174,7 +177,17 @@ impl Location {
     /// compared piece by piece: every file a commit writes is checked, and formatting
     /// the location for each check was a string built and dropped.
     fn strip_from<'a>(&self, path: &'a str) -> Option<&'a str> {
-        self.written().try_fold(path, |rest, piece| rest.strip_prefix(piece))
+        let mut pieces = self.written();
+        // A file written as `file:/…` (Java's spelling) is the same file as `file:///…`.
+        let short_file = self.scheme == Scheme::File && !path.starts_with("file://");
+        let path = match short_file {
+            true => path.strip_prefix("file:").filter(|rest| rest.starts_with('/'))?,
+            false => pieces.next().and_then(|scheme| path.strip_prefix(scheme))?,
+        };
+        if short_file {
+            pieces.next();
+        }
+        pieces.try_fold(path, |rest, piece| rest.strip_prefix(piece))
     }
 
     /// The pieces of this location as it is written, in order: what `Display` writes
@@ -339,6 +352,13 @@ mod tests {
         assert_eq!((l.bucket(), l.key().as_str()), ("b", "wh/db/t"));
         assert_eq!(Location::parse("s3://b/wh/a%20b").unwrap().to_string(), "s3://b/wh/a b");
         assert_eq!(Location::parse("file:///data/wh").unwrap().to_string(), "file:///data/wh");
+        // Java's spelling of the same location, and of a file under it.
+        let java = Location::parse("file:/data/wh").unwrap();
+        assert_eq!(java, Location::parse("file:///data/wh").unwrap());
+        assert!(java.contains_path("file:/data/wh/metadata/snap-1.avro"));
+        assert!(java.contains_path("file:///data/wh/metadata/snap-1.avro"));
+        assert!(!java.contains_path("file:/data/wh2/x.avro"));
+        assert!(!java.contains_path("file:data/wh/x.avro"));
         // A stored location parses to itself.
         let l = Location::parse("file:///data/wh/a%20b").unwrap();
         assert_eq!(Location::parse(&l.to_string()).unwrap(), l);

@@ -6,6 +6,7 @@ pub mod backfill;
 pub mod held;
 pub mod locations;
 mod purge;
+mod requirements;
 pub mod serial;
 mod staged;
 pub mod views;
@@ -20,7 +21,7 @@ use iceberg::spec::{FormatVersion, Schema, SortOrder, TableMetadata, TableMetada
 use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 
 use self::locations::{NewClaim, Placement};
-use crate::error::{change_failed, Error};
+use crate::error::{change_failed, Error, Member};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer, TableCommit};
 use crate::plugins::BackendErrorKind;
@@ -60,16 +61,16 @@ fn dotted(mount: &Mount, ident: &Ident) -> String {
 /// say more than that it does not exist (a Glue table that is not an Iceberg table).
 fn no_such_table<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
     move |reason| {
-        let absent = format!("table {} does not exist", dotted(mount, ident));
-        Error::NoSuchTable(match reason.trim_end_matches('.').ends_with("does not exist") || reason.is_empty() {
+        let absent = Error::no_such_table(dotted(mount, ident));
+        match reason.trim_end_matches('.').ends_with("does not exist") || reason.is_empty() {
             true => absent,
-            false => format!("{absent}: {reason}"),
-        })
+            false => Error::NoSuchTable(format!("{absent}: {reason}")),
+        }
     }
 }
 
 fn no_such_namespace<'a>(mount: &'a Mount, namespace: &'a [String]) -> impl FnOnce(String) -> Error + 'a {
-    move |_| Error::NoSuchNamespace(format!("namespace {} does not exist", mount.restore(namespace.to_vec()).join(".")))
+    move |_| Error::no_such_namespace(mount.restore(namespace.to_vec()).join("."))
 }
 
 fn format_version(properties: &mut HashMap<String, String>) -> Result<FormatVersion, Error> {
@@ -211,19 +212,27 @@ pub async fn create(
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
             placement.release(mount).await;
         }
-        return Err(created_failed(mount, ident, e));
+        return Err(created_failed(mount, ident, Member::Table, e).await);
     }
     Ok(committed)
 }
 
 /// The answer to a create or register (of a table or view) the backend refused or
 /// may have applied.
-fn created_failed(mount: &Mount, ident: &Ident, e: crate::plugins::BackendError) -> Error {
+async fn created_failed(mount: &Mount, ident: &Ident, creating: Member, e: crate::plugins::BackendError) -> Error {
     match e.kind {
         BackendErrorKind::AlreadyExists => {
-            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, ident)))
+            Error::name_taken(dotted(mount, ident), creating, holder_of(mount, ident).await)
         }
         _ => change_failed(e, no_such_namespace(mount, &ident.namespace)),
+    }
+}
+
+/// Which kind holds a name that a create or rename found taken (asked only then).
+async fn holder_of(mount: &Mount, ident: &Ident) -> Member {
+    match mount.backend.load_table(ident, None).await {
+        Ok(_) => Member::Table,
+        Err(_) => Member::View,
     }
 }
 
@@ -342,11 +351,7 @@ async fn prepare(
     let pointer = Arc::unwrap_or_clone(load(mount, ident, None).await?);
     let held = held::current(mount, &pointer).await?;
     let current = held.take_metadata().map_err(invalid_metadata(&pointer))?;
-    for requirement in requirements {
-        requirement.check(Some(&current)).map_err(|e| {
-            Error::CommitFailed(format!("requirement failed for {}: {}", dotted(mount, ident), e.message()))
-        })?;
-    }
+    requirements::check(requirements, &current)?;
     let current_location = current.location().to_string();
     let previous = MetadataLocation::from_str(&pointer.metadata_location).ok();
     let mut builder = TableMetadataBuilder::new_from_metadata(current, Some(pointer.metadata_location.clone()));
@@ -458,6 +463,10 @@ pub async fn register(
     overwrite: bool,
 ) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
+    // A taken name is said as such, before the files (which may be that table's own).
+    if !overwrite && load(mount, ident, None).await.is_ok() {
+        return Err(Error::name_taken(dotted(mount, ident), Member::Table, Member::Table));
+    }
     let chain = locations::chain(mount, &ident.namespace).await?;
     let file = locations::registered_file(warehouse, &chain, metadata_location)?;
     let metadata_location = file.to_string();
@@ -481,7 +490,7 @@ pub async fn register(
             if e.kind.did_not_apply() {
                 locations::abandon(warehouse, None, &claim).await;
             }
-            return Err(created_failed(mount, ident, e));
+            return Err(created_failed(mount, ident, Member::Table, e).await);
         }
         return Ok(committed);
     };
@@ -570,11 +579,15 @@ async fn require_namespace(mount: &Mount, namespace: &[String]) -> Result<(), Er
 /// Renames a table inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
-    mount
-        .backend
-        .rename_table(source.clone(), destination.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(mount, source)))
+    match mount.backend.rename_table(source.clone(), destination.clone()).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind == BackendErrorKind::AlreadyExists => Err(Error::rename_target_taken(
+            dotted(mount, source),
+            dotted(mount, destination),
+            holder_of(mount, destination).await,
+        )),
+        Err(e) => Err(Error::from_backend(e, no_such_table(mount, source))),
+    }
 }
 
 #[cfg(test)]

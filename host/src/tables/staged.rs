@@ -4,8 +4,9 @@
 use iceberg::spec::TableMetadataBuilder;
 use iceberg::{TableCreation, TableRequirement, TableUpdate};
 
-use super::{create, format_version, locations, Committed};
+use super::{create, dotted, format_version, holder_of, locations, Committed};
 use crate::error::Error;
+use crate::error::Member;
 use crate::mounts::Mount;
 use crate::plugins::bindings::Ident;
 
@@ -75,8 +76,13 @@ pub async fn create_from_updates(
             return Err(e.into());
         }
     };
-    create(mount, ident, &metadata, &placement).await.map_err(|e| match e {
-        Error::AlreadyExists(m) => Error::CommitFailed(m),
-        e => e,
-    })
+    match create(mount, ident, &metadata, &placement).await {
+        // The assert-create requirement failed (in the words of Iceberg's own catalogs),
+        // or a view holds the name.
+        Err(Error::AlreadyExists(m)) => Err(Error::CommitFailed(match holder_of(mount, ident).await {
+            Member::Table => format!("Requirement failed: table already exists: {}", dotted(mount, ident)),
+            Member::View => m,
+        })),
+        result => result,
+    }
 }

@@ -11,8 +11,8 @@ use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
 use super::locations::{self, Placement};
-use super::{created_failed, dotted, pointer_of as pointer, require_namespace, Committed};
-use crate::error::{change_failed, Error};
+use super::{created_failed, dotted, holder_of, pointer_of as pointer, require_namespace, Committed};
+use crate::error::{change_failed, Error, Member};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
 use crate::plugins::BackendErrorKind;
@@ -26,7 +26,7 @@ pub enum ViewRequirement {
 }
 
 fn no_such_view<'a>(mount: &'a Mount, ident: &'a Ident) -> impl FnOnce(String) -> Error + 'a {
-    move |_| Error::NoSuchView(format!("view {} does not exist", dotted(mount, ident)))
+    move |_| Error::no_such_view(dotted(mount, ident))
 }
 
 /// What a client sends to create a view.
@@ -41,19 +41,41 @@ pub struct NewView {
 fn apply(update: ViewUpdate, builder: ViewMetadataBuilder) -> Result<ViewMetadataBuilder, Error> {
     Ok(match update {
         ViewUpdate::AssignUuid { uuid } => builder.assign_uuid(uuid),
-        ViewUpdate::UpgradeFormatVersion { format_version } => builder.upgrade_format_version(format_version)?,
+        ViewUpdate::UpgradeFormatVersion { format_version } => {
+            builder.upgrade_format_version(format_version).map_err(invalid_view)?
+        }
         ViewUpdate::AddSchema { schema, .. } => builder.add_schema(schema),
         ViewUpdate::SetLocation { location } => builder.set_location(location),
-        ViewUpdate::SetProperties { updates } => builder.set_properties(updates)?,
+        ViewUpdate::SetProperties { updates } => builder.set_properties(updates).map_err(invalid_view)?,
         ViewUpdate::RemoveProperties { removals } => builder.remove_properties(&removals),
-        ViewUpdate::AddViewVersion { view_version } => builder.add_version(view_version)?,
-        ViewUpdate::SetCurrentViewVersion { view_version_id } => builder.set_current_version_id(view_version_id)?,
+        ViewUpdate::AddViewVersion { view_version } => builder.add_version(view_version).map_err(invalid_view)?,
+        ViewUpdate::SetCurrentViewVersion { view_version_id } => {
+            builder.set_current_version_id(view_version_id).map_err(invalid_view)?
+        }
     })
+}
+
+/// View metadata the client's request does not make valid ("Invalid view version:
+/// Cannot add multiple queries for dialect trino"), in the builder's own words.
+fn invalid_view(e: iceberg::Error) -> Error {
+    Error::IllegalArgument(e.message().to_string())
+}
+
+/// View metadata as JSON, its versions and schemas in id order (the `iceberg` crate
+/// keeps them in hash maps; clients list them in the order the file gives).
+fn view_json(metadata: &ViewMetadata) -> Result<Bytes, Error> {
+    let mut json = serde_json::to_value(metadata).map_err(|e| Error::Internal(e.to_string()))?;
+    for (list, id) in [("versions", "version-id"), ("schemas", "schema-id")] {
+        if let Some(items) = json.get_mut(list).and_then(serde_json::Value::as_array_mut) {
+            items.sort_by_key(|item| item.get(id).and_then(serde_json::Value::as_i64));
+        }
+    }
+    Ok(Bytes::from(serde_json::to_vec(&json).map_err(|e| Error::Internal(e.to_string()))?))
 }
 
 /// Writes a view metadata file under the view's location.
 async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) -> Result<Committed, Error> {
-    let metadata_json = Bytes::from(serde_json::to_vec(metadata).map_err(|e| Error::Internal(e.to_string()))?);
+    let metadata_json = view_json(metadata)?;
     let location = format!(
         "{}/metadata/{version:05}-{}.metadata.json",
         metadata.location().trim_end_matches('/'),
@@ -93,7 +115,10 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
         default_catalog: version.default_catalog().cloned(),
         summary: version.summary().clone(),
     };
-    let metadata = ViewMetadataBuilder::from_view_creation(creation)?.build()?.metadata;
+    let metadata = ViewMetadataBuilder::from_view_creation(creation)
+        .and_then(ViewMetadataBuilder::build)
+        .map_err(invalid_view)?
+        .metadata;
     let claim = placement.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
     let committed = match write_metadata(mount, &metadata, 0).await {
         Ok(committed) => committed,
@@ -106,7 +131,7 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
         }
-        return Err(created_failed(mount, ident, e));
+        return Err(created_failed(mount, ident, Member::View, e).await);
     }
     Ok(committed)
 }
@@ -131,9 +156,9 @@ pub async fn replace(
     for ViewRequirement::AssertViewUuid { uuid } in requirements {
         if metadata.uuid() != *uuid {
             return Err(Error::CommitFailed(format!(
-                "requirement failed for {}: view uuid is {}, not {uuid}",
-                dotted(mount, ident),
-                metadata.uuid()
+                "Requirement failed: view UUID does not match: expected {uuid} != {} (view {})",
+                metadata.uuid(),
+                dotted(mount, ident)
             )));
         }
     }
@@ -152,7 +177,7 @@ pub async fn replace(
         };
         builder = apply(update, builder)?;
     }
-    let metadata = builder.build()?.metadata;
+    let metadata = builder.build().map_err(invalid_view)?.metadata;
     let warehouse = mount.warehouse()?;
     let claim =
         locations::claim_move(mount, &ident.namespace, &current_location, metadata.location(), ClaimKind::View).await?;
@@ -181,6 +206,10 @@ pub async fn replace(
 /// view location it names lie under the namespace's location, and the location is free.
 pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
+    // A taken name is said as such, before the files (which may be that view's own).
+    if load(mount, ident).await.is_ok() {
+        return Err(Error::name_taken(dotted(mount, ident), Member::View, Member::View));
+    }
     let chain = locations::chain(mount, &ident.namespace).await?;
     let file = locations::registered_file(warehouse, &chain, metadata_location)?;
     let metadata_location = file.to_string();
@@ -194,14 +223,14 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
     let metadata: ViewMetadata = serde_json::from_slice(&bytes)
         .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
-    let metadata_json = serde_json::to_vec(&metadata).map_err(|e| Error::Internal(e.to_string()))?.into();
+    let metadata_json = view_json(&metadata)?;
     let committed = Committed { metadata_location, metadata_json };
     let claim = Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
     if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;
         }
-        return Err(created_failed(mount, ident, e));
+        return Err(created_failed(mount, ident, Member::View, e).await);
     }
     Ok(committed)
 }
@@ -223,10 +252,13 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
 /// Renames a view inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
-    mount.backend.rename_view(source.clone(), destination.clone()).await.map_err(|e| match e.kind {
-        BackendErrorKind::AlreadyExists => {
-            Error::AlreadyExists(format!("a table or view named {} already exists", dotted(mount, destination)))
-        }
-        _ => Error::from_backend(e, no_such_view(mount, source)),
-    })
+    match mount.backend.rename_view(source.clone(), destination.clone()).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind == BackendErrorKind::AlreadyExists => Err(Error::rename_target_taken(
+            dotted(mount, source),
+            dotted(mount, destination),
+            holder_of(mount, destination).await,
+        )),
+        Err(e) => Err(Error::from_backend(e, no_such_view(mount, source))),
+    }
 }
