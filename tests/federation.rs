@@ -305,11 +305,6 @@ fn start_up_refuses_what_it_cannot_mount() {
         ("duplicate names", format!("{}{}", mount("twice", "native", &redb), mount("twice", "native", &redb)), "twice"),
         ("no owner", "[mount.orphan]\nbackend = \"native\"\ncatalog_url = \"redb:///tmp/o.redb\"\n".into(), "owner"),
         (
-            "an owner tenant that does not exist",
-            mount("x", "native", &redb).replace("\"default\"", "\"nobody\""),
-            "nobody",
-        ),
-        (
             "two mounts on one store",
             format!("{}{}", mount("one", "native", &redb), mount("two", "native", &redb)),
             "same catalog_url",
@@ -320,6 +315,11 @@ fn start_up_refuses_what_it_cannot_mount() {
             "mount.far.request_timeout_ms (9000) is above plugins.call_timeout_ms (5000)",
         ),
         ("no instance slots", "[plugins]\npool_size = 0\n".into(), "plugins.pool_size is 0"),
+        (
+            "a mount named as the whole catalog's prefix",
+            mount("catalog", "native", &redb),
+            "the whole catalog's REST prefix",
+        ),
     ] {
         let output = match Server::try_start(&toml) {
             Ok(_) => panic!("{case}: the server started"),
@@ -327,6 +327,67 @@ fn start_up_refuses_what_it_cannot_mount() {
         };
         assert!(output.contains(expect), "{case}: names {expect}: {output}");
     }
+}
+
+/// `?warehouse=<mount>` gives a client the mount's own prefix, under which the mount is a
+/// catalog of its own: names without the mount's, in paths, bodies, answers and errors.
+#[tokio::test]
+async fn a_client_targets_one_mount_by_its_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&lake_config(dir.path(), None));
+    let (status, config) = s.send(Method::GET, "/v1/config?warehouse=lake", None).await;
+    assert_eq!((status, &config["overrides"]["prefix"]), (200, &json!("lake")), "{config}");
+    assert!(config["endpoints"].as_array().unwrap().contains(&json!("POST /v1/{prefix}/namespaces")));
+    // Any other warehouse is the whole tree.
+    let (_, whole) = s.send(Method::GET, "/v1/config?warehouse=rck_warehouse", None).await;
+    assert_eq!(whole["overrides"]["prefix"], "catalog");
+
+    let lake = |path: &str| format!("/v1/lake{path}");
+    let (status, created) = s
+        .send(Method::POST, &lake("/namespaces"), Some(json!({"namespace": ["sales"], "properties": {"a": "1"}})))
+        .await;
+    assert_eq!((status, &created["namespace"]), (200, &json!(["sales"])), "{created}");
+    let (_, listed) = s.send(Method::GET, &lake("/namespaces"), None).await;
+    assert_eq!(listed["namespaces"], json!([["sales"]]));
+    let table = json!({"name": "orders", "schema": schema()});
+    assert_eq!(s.send(Method::POST, &lake("/namespaces/sales/tables"), Some(table)).await.0, 200);
+    let (_, tables) = s.send(Method::GET, &lake("/namespaces/sales/tables"), None).await;
+    assert_eq!(tables["identifiers"], json!([{"namespace": ["sales"], "name": "orders"}]));
+    let rename = json!({"source": {"namespace": ["sales"], "name": "orders"},
+                        "destination": {"namespace": ["sales"], "name": "sold"}});
+    assert_eq!(s.send(Method::POST, &lake("/tables/rename"), Some(rename)).await.0, 204);
+    // The same table through the whole tree, under the mount's name.
+    assert_eq!(s.get("/namespaces/lake%1Fsales/tables/sold").await.0, 200);
+    let missing = s.send(Method::GET, &lake("/namespaces/nowhere/tables/t"), None).await;
+    assert_error(&missing, 404, "NoSuchTableException");
+    assert_eq!(missing.1["error"]["message"], "Table does not exist: nowhere.t");
+    // A prefix that names no mount is no route.
+    assert_eq!(s.send(Method::GET, "/v1/nomount/namespaces", None).await.0, 404);
+}
+
+/// The seed's shape (`owner = "acme"`, a tenant no principal belongs to) starts: a
+/// mount's owner declares its tenant. The start-up lines name it, so a typo shows.
+#[tokio::test]
+async fn a_mount_declares_its_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"acme\"\n",
+        dir.path().display()
+    );
+    let s = Server::start(&toml);
+    let output = s.output_once_it_says("listening");
+    assert!(output.contains("tenant \"acme\" is declared only by mount `prod`"), "{output}");
+    let (status, tenants) = s.send(Method::GET, "/management/v1/tenants", None).await;
+    assert_eq!(status, 200, "{tenants}");
+    assert!(tenants.to_string().contains("\"acme\""), "the declared tenant is listed: {tenants}");
+    // A principal of that tenant owns the mount; one of another tenant sees nothing in it.
+    let body = json!({"name": "ann", "tenant": "acme", "role": "writer"});
+    let (status, created) = s.send(Method::POST, "/management/v1/principals", Some(body)).await;
+    assert_eq!(status, 201, "a principal joins the declared tenant: {created}");
+    let ann = s.login("ann", created["client-secret"].as_str().unwrap());
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["prod", "analytics"]})).await.0, 200);
+    let (status, listed) = ann.get("/namespaces?parent=prod").await;
+    assert_eq!((status, names(&listed)), (200, vec![vec!["prod".to_string(), "analytics".to_string()]]));
 }
 
 #[tokio::test]

@@ -557,6 +557,11 @@ impl Config {
         }
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
+            if name == crate::api::PREFIX {
+                problems.push(format!(
+                    "mount.{name}: `{name}` is the whole catalog's REST prefix; name the mount otherwise"
+                ));
+            }
             let limits = self.plugin_limits(name);
             let grants = mount.grants();
             if grants.contains(&MountGrant::Kv) && grants.contains(&MountGrant::Http) {

@@ -99,7 +99,8 @@ async fn authenticator(config: &Config, host: &KvStore) -> anyhow::Result<Authen
     };
     let lifetime = std::time::Duration::from_secs(auth.token_lifetime_secs);
     let issuer = TokenIssuer::new(&server_key(host, "access-token").await?, lifetime);
-    Ok(Authenticator::new(Directory::new(principals, host.clone()), issuer, oidc, auth.anonymous))
+    let mount_owners = config.mounts.values().map(|m| m.owner.clone());
+    Ok(Authenticator::new(Directory::new(principals, mount_owners, host.clone()), issuer, oidc, auth.anonymous))
 }
 
 /// The root catalog's key space and the host's own: both in one store, a redb file or
@@ -151,12 +152,11 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     println!("rustberg: warehouse {}", warehouse.root());
     let tokens = PageTokens::new(server_key(&host, "page-token").await?);
     let auth = Arc::new(authenticator(config, &host).await?);
+    // A mount's owner declares its tenant; one that nothing else knows may be a typo.
     for (name, mount) in &config.mounts {
-        let anonymous_tenant = config.auth.anonymous && mount.owner == "default";
-        if !anonymous_tenant && !auth.directory.tenant_exists(&mount.owner).await? {
-            anyhow::bail!(
-                "refusing to start: mount `{name}` names owner {:?}, a tenant that does not exist \
-                 (create it, or give a principal of the configuration that tenant)",
+        if !auth.directory.tenant_known_beyond_mounts(&mount.owner).await? {
+            println!(
+                "rustberg: tenant {:?} is declared only by mount `{name}` (no principal belongs to it yet)",
                 mount.owner
             );
         }
@@ -189,7 +189,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         .await
         .map_err(|e| anyhow::anyhow!("refusing to start: building the location index: {e}"))?;
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
-    let endpoints = advertised_endpoints(&mounts);
+    let endpoints = advertised_endpoints(&mounts.all().collect::<Vec<_>>());
+    let mount_endpoints = mounts.named().map(|(name, m)| (name.clone(), advertised_endpoints(&[m]))).collect();
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
     // Mounts whose warehouse lives in a store of its own ([mount.<name>.s3]).
     let own_stores: Vec<_> = mounts
@@ -210,6 +211,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         mounts,
         tokens,
         endpoints,
+        mount_endpoints,
         auth,
         authz,
         idempotency: Arc::new(Idempotency::new(host)),
@@ -227,13 +229,13 @@ fn exclude_nested_warehouses<'a>(mounts: impl Iterator<Item = &'a mut Mount>) {
     }
 }
 
-/// What `/v1/config` promises: what the host implements and every mount supports;
-/// a read-only mount removes every mutating endpoint. Never empty.
-fn advertised_endpoints(mounts: &Mounts) -> Vec<String> {
-    let any_read_only = mounts.all().any(|m| m.read_only);
+/// What `/v1/config` promises for these mounts: what the host implements and every one
+/// of them supports; a read-only mount removes every mutating endpoint. Never empty.
+fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
+    let any_read_only = mounts.iter().any(|m| m.read_only);
     let endpoints: Vec<String> = HOST_ENDPOINTS
         .iter()
-        .filter(|e| mounts.all().all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e)))
+        .filter(|e| mounts.iter().all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e)))
         .filter(|e| !(any_read_only && MUTATING_ENDPOINTS.contains(e)))
         .map(|e| e.to_string())
         .collect();

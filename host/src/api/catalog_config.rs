@@ -1,15 +1,29 @@
 //! `GET /v1/config`: the prefix and the endpoints this catalog promises.
+//!
+//! `?warehouse=<mount>` targets one mount: its own prefix (see `mount_prefix`) and the
+//! endpoints that mount serves. Any other warehouse (clients send one by default, the
+//! Java client `rck_warehouse` or a path) is the whole tree.
 
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{State, PREFIX};
+use super::{Query, State, PREFIX};
 
-pub async fn get_config(axum::extract::State(state): State) -> Json<Value> {
+#[derive(Deserialize)]
+pub struct ConfigQuery {
+    warehouse: Option<String>,
+}
+
+pub async fn get_config(axum::extract::State(state): State, Query(q): Query<ConfigQuery>) -> Json<Value> {
+    let (prefix, endpoints) = match q.warehouse.as_deref().and_then(|w| Some((w, state.mount_endpoints.get(w)?))) {
+        Some((mount, endpoints)) => (mount, endpoints),
+        None => (PREFIX, &state.endpoints),
+    };
     Json(json!({
         "defaults": {},
-        "overrides": { "prefix": PREFIX },
+        "overrides": { "prefix": prefix },
         "idempotency-key-lifetime": super::idempotency::LIFETIME_ISO,
-        "endpoints": state.endpoints,
+        "endpoints": endpoints,
     }))
 }

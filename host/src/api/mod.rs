@@ -12,6 +12,7 @@ mod listing_bodies;
 mod management;
 mod members;
 mod model;
+mod mount_prefix;
 mod namespaces;
 mod oauth;
 mod observed;
@@ -49,6 +50,8 @@ pub struct AppState {
     pub tokens: PageTokens,
     /// The endpoints advertised in `/v1/config`: what the host implements and every mount supports.
     pub endpoints: Vec<String>,
+    /// The endpoints each named mount serves, advertised to a client that targets it.
+    pub mount_endpoints: std::collections::BTreeMap<String, Vec<String>>,
     pub auth: Arc<Authenticator>,
     pub authz: Authorizer,
     pub idempotency: Arc<idempotency::Idempotency>,
@@ -100,7 +103,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ready", get(health::ready))
         .route("/metrics", get(health::metrics))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::open));
-    Router::new().merge(authenticated).merge(open).fallback(pipeline::unrouted).with_state(state)
+    let app = Router::new().merge(authenticated).merge(open).fallback(pipeline::unrouted).with_state(state.clone());
+    // Around the routes, not inside them: a mount's prefix is rewritten before routing.
+    Router::new().fallback_service(app).layer(axum::middleware::from_fn_with_state(state, mount_prefix::scope))
 }
 
 /// A JSON body whose rejection is a `BadRequestException` in the error model.

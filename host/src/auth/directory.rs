@@ -2,7 +2,7 @@
 //! created through the management API (kept in the host key space, which no backend
 //! is ever granted). Secrets are stored as argon2 hashes only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -109,15 +109,24 @@ pub struct Directory {
     configured: BTreeMap<String, Arc<Principal>>,
     /// The configured principals OIDC identities map to.
     configured_identities: HashMap<OidcIdentity, String>,
+    /// The tenants the configuration declares: its principals' and its mounts' owners.
+    configured_tenants: BTreeSet<String>,
     space: KvStore,
 }
 
 impl Directory {
-    pub fn new(configured: BTreeMap<String, Principal>, space: KvStore) -> Self {
+    /// `mount_owners`: the tenants mounts declare (a mount's `owner` declares its tenant,
+    /// as a configured principal's `tenant` does).
+    pub fn new(
+        configured: BTreeMap<String, Principal>,
+        mount_owners: impl IntoIterator<Item = String>,
+        space: KvStore,
+    ) -> Self {
         let configured_identities =
             configured.values().filter_map(|p| Some((p.oidc.clone()?, p.name.clone()))).collect();
+        let configured_tenants = configured.values().map(|p| p.tenant.clone()).chain(mount_owners).collect();
         let configured = configured.into_iter().map(|(name, p)| (name, Arc::new(p))).collect();
-        Self { configured, configured_identities, space }
+        Self { configured, configured_identities, configured_tenants, space }
     }
 
     /// The principal an OIDC identity acts as, if one is mapped to it.
@@ -220,9 +229,9 @@ impl Directory {
         (Check::Present(key), writes)
     }
 
-    /// Every tenant: created ones and those configured principals belong to.
+    /// Every tenant: created ones and those the configuration declares.
     pub async fn tenants(&self) -> Result<Vec<String>, Error> {
-        let mut all: std::collections::BTreeSet<String> = self.configured.values().map(|p| p.tenant.clone()).collect();
+        let mut all = self.configured_tenants.clone();
         for entry in self.scan(TENANT).await? {
             all.insert(String::from_utf8_lossy(&entry.key[TENANT.len()..]).into_owned());
         }
@@ -230,6 +239,13 @@ impl Directory {
     }
 
     pub async fn tenant_exists(&self, name: &str) -> Result<bool, Error> {
+        Ok(self.configured_tenants.contains(name)
+            || self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
+    }
+
+    /// Whether a configured principal belongs to the tenant, or it was created through
+    /// the API: what a tenant that only mounts declare (perhaps a typo) lacks.
+    pub async fn tenant_known_beyond_mounts(&self, name: &str) -> Result<bool, Error> {
         Ok(self.configured.values().any(|p| p.tenant == name)
             || self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
     }
