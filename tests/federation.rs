@@ -316,10 +316,11 @@ fn start_up_refuses_what_it_cannot_mount() {
         ),
         ("no instance slots", "[plugins]\npool_size = 0\n".into(), "plugins.pool_size is 0"),
         (
-            "a mount named as the whole catalog's prefix",
+            "a mount named as the whole tree's prefix",
             mount("catalog", "native", &redb),
-            "the whole catalog's REST prefix",
+            "a REST prefix of the catalog's own",
         ),
+        ("a mount named as the root's prefix", mount("root", "native", &redb), "a REST prefix of the catalog's own"),
     ] {
         let output = match Server::try_start(&toml) {
             Ok(_) => panic!("{case}: the server started"),
@@ -363,6 +364,27 @@ async fn a_client_targets_one_mount_by_its_prefix() {
     assert_eq!(missing.1["error"]["message"], "Table does not exist: nowhere.t");
     // A prefix that names no mount is no route.
     assert_eq!(s.send(Method::GET, "/v1/nomount/namespaces", None).await.0, 404);
+
+    // `root`: the root catalog alone, the mounts neither listed nor reachable.
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["web"]})).await.0, 200);
+    let (_, config) = s.send(Method::GET, "/v1/config?warehouse=root", None).await;
+    assert_eq!(config["overrides"]["prefix"], "root");
+    let (_, listed) = s.send(Method::GET, "/v1/root/namespaces", None).await;
+    assert_eq!(listed["namespaces"], json!([["web"]]), "the mount is not listed");
+    let (_, whole) = s.send(Method::GET, "/v1/catalog/namespaces", None).await;
+    assert_eq!(whole["namespaces"], json!([["lake"], ["web"]]));
+    let into_mount = s.send(Method::GET, "/v1/root/namespaces/lake%1Fsales/tables", None).await;
+    assert_error(&into_mount, 404, "NoSuchNamespaceException");
+    let create_in_mount = json!({"namespace": ["lake", "x"]});
+    assert_error(
+        &s.send(Method::POST, "/v1/root/namespaces", Some(create_in_mount)).await,
+        404,
+        "NoSuchNamespaceException",
+    );
+    assert_eq!(
+        s.send(Method::POST, "/v1/root/namespaces/web/tables", Some(json!({"name": "t", "schema": schema()}))).await.0,
+        200
+    );
 }
 
 /// The seed's shape (`owner = "acme"`, a tenant no principal belongs to) starts: a

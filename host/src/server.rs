@@ -191,6 +191,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
     let endpoints = advertised_endpoints(&mounts.all().collect::<Vec<_>>());
     let mount_endpoints = mounts.named().map(|(name, m)| (name.clone(), advertised_endpoints(&[m]))).collect();
+    let root_endpoints = advertised_endpoints(&[mounts.root()]);
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
     // Mounts whose warehouse lives in a store of its own ([mount.<name>.s3]).
     let own_stores: Vec<_> = mounts
@@ -212,6 +213,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         tokens,
         endpoints,
         mount_endpoints,
+        root_endpoints,
         auth,
         authz,
         idempotency: Arc::new(Idempotency::new(host)),

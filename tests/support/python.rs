@@ -64,10 +64,15 @@ pub fn pytest_with(file: &str, server: &Server, env: &[(&str, &str)]) {
 /// Runs one pytest file (or test) with exactly these variables added. The clients
 /// get no AWS keys from the machine: storage credentials come from the catalog.
 pub fn run_pytest(file: &str, env: &[(&str, &str)]) {
-    let venv = venv();
+    run_pytest_in(&venv(), file, env, 300);
+}
+
+/// Runs one pytest file (or test) with the python of `venv`, as [`run_pytest`], for at
+/// most `timeout_secs`.
+pub fn run_pytest_in(venv: &Path, file: &str, env: &[(&str, &str)], timeout_secs: u32) {
     // A client can hang (DuckDB on a missing data file): bound the whole run.
     let output = Command::new("timeout")
-        .arg("300")
+        .arg(timeout_secs.to_string())
         .arg(venv.join("bin/python"))
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", file])
         .current_dir(repo_root().join("tests/python"))

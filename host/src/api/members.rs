@@ -61,6 +61,11 @@ pub async fn resolve<'s>(
 ) -> Result<(&'s Mount, Ident), Error> {
     // The resource is made of the parsed names, and gives them back after the check:
     // copying them for it was a tenth of a loadTable's allocations.
+    if raw_ns.is_empty() {
+        // The empty namespace holds nothing. Spark asks it when a name could be a metadata
+        // table (`db.history` as table `db`'s history): only "no such table" lets it go on.
+        return Err(kind.missing(&[], &name)());
+    }
     let resource = kind.named(parse_namespace(raw_ns)?, name);
     let (ns, name) = (resource.namespace(), resource.name().unwrap_or_default());
     state.authz.access(caller.0).await?.require(&resource, needed, kind.missing(ns, name))?;

@@ -12,7 +12,7 @@ mod listing_bodies;
 mod management;
 mod members;
 mod model;
-mod mount_prefix;
+pub mod mount_prefix;
 mod namespaces;
 mod oauth;
 mod observed;
@@ -52,6 +52,8 @@ pub struct AppState {
     pub endpoints: Vec<String>,
     /// The endpoints each named mount serves, advertised to a client that targets it.
     pub mount_endpoints: std::collections::BTreeMap<String, Vec<String>>,
+    /// The endpoints the root catalog alone serves (its own prefix, without the mounts).
+    pub root_endpoints: Vec<String>,
     pub auth: Arc<Authenticator>,
     pub authz: Authorizer,
     pub idempotency: Arc<idempotency::Idempotency>,

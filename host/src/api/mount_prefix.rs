@@ -34,17 +34,29 @@ const REQUEST_NAMESPACES: &[&str] = &[
 /// Where an answer names namespaces.
 const ANSWER_NAMESPACES: &[&str] = &["/namespace", "/namespaces/*", "/identifiers/*/namespace"];
 
+/// The prefix of the root catalog alone, without the mounts: where a Java engine writes
+/// to it while a read-only mount leaves the whole tree's `/v1/config` with no writes.
+pub const ROOT_PREFIX: &str = "root";
+
+/// What a prefix other than the whole tree's targets.
+enum Scope {
+    /// One mount, as a catalog of its own.
+    Mount(String),
+    /// The root catalog without the mounts (the mounts' names are hidden and refused).
+    Root(Vec<String>),
+}
+
 /// The layer around the whole router (it must run before routing: it changes the path).
 pub async fn scope(axum::extract::State(state): State, request: Request, next: Next) -> Response {
-    let Some(mount) = mount_of(&state, request.uri().path()) else {
+    let Some(scope) = scope_of(&state, request.uri().path()) else {
         return next.run(request).await;
     };
-    match rewrite_request(&mount, request).await {
+    match rewrite_request(&scope, request).await {
         Ok((request, answer_names)) => {
             let response = next.run(request).await;
-            match response.status() {
-                StatusCode::OK if answer_names => rewrite_answer(&mount, response).await,
-                status if status.is_client_error() => rewrite_error(&mount, response).await,
+            match (response.status(), &scope) {
+                (StatusCode::OK, _) if answer_names => rewrite_answer(&scope, response).await,
+                (status, Scope::Mount(mount)) if status.is_client_error() => rewrite_error(mount, response).await,
                 _ => response,
             }
         }
@@ -52,21 +64,23 @@ pub async fn scope(axum::extract::State(state): State, request: Request, next: N
     }
 }
 
-/// The mount a `/v1/<mount>/…` path targets; `None` for every other path.
-fn mount_of(state: &super::AppState, path: &str) -> Option<String> {
+/// What a `/v1/<prefix>/…` path targets; `None` for the whole tree and every other path.
+fn scope_of(state: &super::AppState, path: &str) -> Option<Scope> {
     let (prefix, _) = path.strip_prefix("/v1/")?.split_once('/')?;
     if prefix == PREFIX || prefix == "oauth" {
         return None;
     }
+    if prefix == ROOT_PREFIX {
+        return Some(Scope::Root(state.mounts.named().map(|(name, _)| name.clone()).collect()));
+    }
     let name = percent_decode_str(prefix).decode_utf8().ok()?;
-    state.mounts.named().any(|(m, _)| *m == name).then(|| name.into_owned())
+    state.mounts.named().any(|(m, _)| *m == name).then(|| Scope::Mount(name.into_owned()))
 }
 
 /// The request onto the one tree, and whether its answer names namespaces.
-async fn rewrite_request(mount: &str, request: Request) -> Result<(Request, bool), Error> {
+async fn rewrite_request(scope: &Scope, request: Request) -> Result<(Request, bool), Error> {
     let (mut parts, body) = request.into_parts();
-    let encoded = utf8_percent_encode(mount, NON_ALPHANUMERIC).to_string();
-    // What follows `/v1/<mount>`, e.g. `/namespaces/a/tables`.
+    // What follows `/v1/<prefix>`, e.g. `/namespaces/a/tables`.
     let rest = match parts.uri.path().strip_prefix("/v1/").and_then(|p| p.split_once('/')) {
         Some((_, rest)) => format!("/{rest}"),
         None => String::new(),
@@ -74,19 +88,31 @@ async fn rewrite_request(mount: &str, request: Request) -> Result<(Request, bool
     let mut query: Vec<(String, String)> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes()).into_owned().collect();
     let (new_path, answer_names) = if rest == "/namespaces" {
-        if parts.method == Method::GET {
-            // The mount's top level is its root's children.
-            match query.iter_mut().find(|(k, _)| k == "parent") {
-                Some((_, parent)) if !parent.is_empty() => *parent = format!("{mount}\u{1f}{parent}"),
-                Some((_, parent)) => *parent = mount.to_string(),
-                None => query.push(("parent".into(), mount.to_string())),
-            }
+        let parent = query.iter_mut().find(|(k, _)| k == "parent").map(|(_, v)| v);
+        match (scope, parent) {
+            // A mount's top level is its root's children.
+            (Scope::Mount(mount), Some(parent)) if !parent.is_empty() => *parent = format!("{mount}\u{1f}{parent}"),
+            (Scope::Mount(mount), Some(parent)) => *parent = mount.clone(),
+            (Scope::Mount(mount), None) if parts.method == Method::GET => query.push(("parent".into(), mount.clone())),
+            (Scope::Root(mounts), Some(parent)) => refuse_mounts(mounts, parent.split('\u{1f}'))?,
+            _ => {}
         }
         (format!("/v1/{PREFIX}/namespaces"), true)
     } else if let Some(under) = rest.strip_prefix("/namespaces/") {
         let names_members = parts.method == Method::GET
             && (under.ends_with("/tables") || under.ends_with("/views") || !under.contains('/'));
-        (format!("/v1/{PREFIX}/namespaces/{encoded}%1F{under}"), names_members)
+        let path = match scope {
+            Scope::Mount(mount) => {
+                let encoded = utf8_percent_encode(mount, NON_ALPHANUMERIC);
+                format!("/v1/{PREFIX}/namespaces/{encoded}%1F{under}")
+            }
+            Scope::Root(mounts) => {
+                let namespace = percent_decode_str(under.split('/').next().unwrap_or_default()).decode_utf8_lossy();
+                refuse_mounts(mounts, namespace.split('\u{1f}'))?;
+                format!("/v1/{PREFIX}/namespaces/{under}")
+            }
+        };
+        (path, names_members)
     } else {
         (format!("/v1/{PREFIX}{rest}"), false)
     };
@@ -96,16 +122,25 @@ async fn rewrite_request(mount: &str, request: Request) -> Result<(Request, bool
         format!("?{}", url::form_urlencoded::Serializer::new(String::new()).extend_pairs(&query).finish())
     };
     parts.uri = Uri::try_from(format!("{new_path}{query}"))
-        .map_err(|e| Error::BadRequest(format!("invalid path under the prefix of mount {mount}: {e}")))?;
+        .map_err(|e| Error::BadRequest(format!("invalid path under a catalog prefix: {e}")))?;
     let body = if parts.method == Method::POST {
         let bytes = to_bytes(body, BODY_LIMIT)
             .await
             .map_err(|e| Error::BadRequest(format!("reading the request body: {e}")))?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(mut json) => {
+                let mut refused = Ok(());
                 for pointer in REQUEST_NAMESPACES {
-                    for_each_at(&mut json, pointer, &mut |names| names.insert(0, Value::String(mount.to_string())));
+                    for_each_at(&mut json, pointer, &mut |names| match scope {
+                        Scope::Mount(mount) => names.insert(0, Value::String(mount.clone())),
+                        Scope::Root(mounts) => {
+                            if refused.is_ok() {
+                                refused = refuse_mounts(mounts, names.iter().filter_map(Value::as_str));
+                            }
+                        }
+                    });
                 }
+                refused?;
                 let bytes = serde_json::to_vec(&json).expect("a JSON value serializes");
                 parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
                 Body::from(bytes)
@@ -121,15 +156,33 @@ async fn rewrite_request(mount: &str, request: Request) -> Result<(Request, bool
     Ok((Request::from_parts(parts, body), answer_names))
 }
 
-/// The answer's namespaces without the mount's name.
-async fn rewrite_answer(mount: &str, response: Response) -> Response {
-    rewrite_json(response, |json| {
-        for pointer in ANSWER_NAMESPACES {
-            for_each_at(json, pointer, &mut |names| {
-                if names.first().and_then(Value::as_str) == Some(mount) {
-                    names.remove(0);
-                }
-            });
+/// Under the root's prefix a mount's name names nothing: its namespaces are not there.
+fn refuse_mounts<'a>(mounts: &[String], mut levels: impl Iterator<Item = &'a str>) -> Result<(), Error> {
+    match levels.next() {
+        Some(first) if mounts.iter().any(|m| m == first) => Err(Error::no_such_namespace(first)),
+        _ => Ok(()),
+    }
+}
+
+/// The answer's namespaces as the prefix shows them: without the mount's name, or
+/// without the mounts (the root's top level lists them beside its own namespaces).
+async fn rewrite_answer(scope: &Scope, response: Response) -> Response {
+    rewrite_json(response, |json| match scope {
+        Scope::Mount(mount) => {
+            for pointer in ANSWER_NAMESPACES {
+                for_each_at(json, pointer, &mut |names| {
+                    if names.first().and_then(Value::as_str) == Some(mount) {
+                        names.remove(0);
+                    }
+                });
+            }
+        }
+        Scope::Root(mounts) => {
+            if let Some(Value::Array(listed)) = json.get_mut("namespaces") {
+                listed.retain(|names| {
+                    !names.get(0).and_then(Value::as_str).is_some_and(|n| mounts.iter().any(|m| m == n))
+                });
+            }
         }
     })
     .await

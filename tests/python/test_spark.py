@@ -1,0 +1,183 @@
+"""Spark SQL (PySpark in local mode, Iceberg's Spark runtime, Java's RESTCatalog) against a
+running Rustberg: DDL, DML in both write modes, schema evolution, time travel, branches,
+procedures, views, renames and purges, and one query across the root catalog and two mounts.
+
+Environment: RUSTBERG_URL, RUSTBERG_CREDENTIAL (id:secret), SPARK_JARS (comma-separated jar
+paths), RUSTBERG_WAREHOUSE (the root warehouse's folder), the mounts `pg` (native) and `partner`
+(rest), and RUSTBERG_REMOTE_URL / RUSTBERG_REMOTE_CREDENTIAL: the Rustberg `partner` mounts.
+"""
+
+import os
+import pathlib
+
+import pytest
+from pyspark.sql import SparkSession
+
+# The catalogs Spark is given: the whole tree (`rb`), which a read-only mount leaves with no
+# write endpoints, so the Java client refuses writes there; the root catalog alone and the
+# Postgres mount, each through its own prefix (`warehouse`), where Spark writes; and the
+# Rustberg that the `partner` mount reads, reached directly to seed it.
+CATALOG = "root"
+
+
+def catalog_settings():
+    url, credential = os.environ["RUSTBERG_URL"], os.environ["RUSTBERG_CREDENTIAL"]
+    remote = {"uri": os.environ["RUSTBERG_REMOTE_URL"], "credential": os.environ["RUSTBERG_REMOTE_CREDENTIAL"]}
+    catalogs = {
+        "rb": {"uri": url, "credential": credential},
+        "root": {"uri": url, "credential": credential, "warehouse": "root"},
+        "pg": {"uri": url, "credential": credential, "warehouse": "pg"},
+        "remote": remote,
+    }
+    for name, settings in catalogs.items():
+        yield f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog"
+        yield f"spark.sql.catalog.{name}.type", "rest"
+        for key, value in settings.items():
+            yield f"spark.sql.catalog.{name}.{key}", value
+
+
+@pytest.fixture(scope="module")
+def spark():
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("rustberg")
+        .config("spark.jars", os.environ["SPARK_JARS"])
+        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    # `credential`: OAuth2 client credentials; the Java client fetches and refreshes its token.
+    for key, value in catalog_settings():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    yield session
+    session.stop()
+
+
+def rows(spark, query):
+    return [tuple(r) for r in spark.sql(query).collect()]
+
+
+def test_ddl_and_dml_in_both_write_modes(spark):
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.shop")
+    for mode in ("copy-on-write", "merge-on-read"):
+        table = f"{CATALOG}.shop.events_{mode.replace('-', '_')}"
+        spark.sql(
+            f"CREATE TABLE {table} (id bigint, ts timestamp, data string) USING iceberg "
+            f"PARTITIONED BY (days(ts), bucket(8, id)) TBLPROPERTIES ('format-version'='2', "
+            f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', 'write.merge.mode'='{mode}')"
+        )
+        spark.sql(
+            f"INSERT INTO {table} VALUES (1, timestamp'2026-01-01 10:00:00', 'a'), "
+            "(2, timestamp'2026-01-02 11:00:00', 'b'), (3, timestamp'2026-01-02 12:00:00', 'c')"
+        )
+        spark.sql(f"UPDATE {table} SET data = 'B' WHERE id = 2")
+        spark.sql(f"DELETE FROM {table} WHERE id = 3")
+        spark.createDataFrame([(2, "bb"), (4, "d")], "id bigint, data string").createOrReplaceTempView("changes")
+        spark.sql(
+            f"MERGE INTO {table} t USING changes c ON t.id = c.id "
+            "WHEN MATCHED THEN UPDATE SET t.data = c.data "
+            "WHEN NOT MATCHED THEN INSERT (id, ts, data) VALUES (c.id, timestamp'2026-01-03 00:00:00', c.data)"
+        )
+        assert rows(spark, f"SELECT id, data FROM {table} ORDER BY id") == [(1, "a"), (2, "bb"), (4, "d")], mode
+
+
+def test_schema_evolution(spark):
+    table = f"{CATALOG}.shop.evolving"
+    spark.sql(f"CREATE TABLE {table} (id int, name string) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'one')")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMN price float")
+    spark.sql(f"ALTER TABLE {table} RENAME COLUMN name TO label")
+    spark.sql(f"ALTER TABLE {table} ALTER COLUMN id TYPE bigint")
+    spark.sql(f"ALTER TABLE {table} ALTER COLUMN price TYPE double")
+    spark.sql(f"INSERT INTO {table} VALUES (2, 'two', 2.5)")
+    spark.sql(f"ALTER TABLE {table} DROP COLUMN price")
+    schema = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
+    assert schema == {"id": "bigint", "label": "string"}
+    assert rows(spark, f"SELECT id, label FROM {table} ORDER BY id") == [(1, "one"), (2, "two")]
+
+
+def test_time_travel_branches_and_tags(spark):
+    table = f"{CATALOG}.shop.history"
+    spark.sql(f"CREATE TABLE {table} (id int) USING iceberg TBLPROPERTIES ('format-version'='2')")
+    spark.sql(f"INSERT INTO {table} VALUES (1)")
+    first, committed_at = rows(spark, f"SELECT snapshot_id, committed_at FROM {table}.snapshots")[0]
+    spark.sql(f"INSERT INTO {table} VALUES (2)")
+    assert rows(spark, f"SELECT id FROM {table} VERSION AS OF {first}") == [(1,)]
+    assert rows(spark, f"SELECT id FROM {table} TIMESTAMP AS OF '{committed_at}'") == [(1,)]
+    spark.sql(f"ALTER TABLE {table} CREATE TAG first_load AS OF VERSION {first}")
+    spark.sql(f"ALTER TABLE {table} CREATE BRANCH audit")
+    spark.sql(f"INSERT INTO {table}.branch_audit VALUES (3)")
+    assert rows(spark, f"SELECT count(*) FROM {table}") == [(2,)], "main is untouched"
+    assert rows(spark, f"SELECT count(*) FROM {table} VERSION AS OF 'audit'") == [(3,)]
+    assert rows(spark, f"SELECT id FROM {table} VERSION AS OF 'first_load'") == [(1,)]
+    spark.sql(f"CALL {CATALOG}.system.fast_forward('shop.history', 'main', 'audit')")
+    assert rows(spark, f"SELECT count(*) FROM {table}") == [(3,)], "main fast-forwarded to audit"
+
+
+def test_maintenance_procedures(spark):
+    table = f"{CATALOG}.shop.compacted"
+    spark.sql(f"CREATE TABLE {table} (id int, data string) USING iceberg")
+    for i in range(4):
+        spark.sql(f"INSERT INTO {table} VALUES ({i}, 'x{i}')")
+    rewritten = spark.sql(
+        f"CALL {CATALOG}.system.rewrite_data_files(table => 'shop.compacted', options => map('min-input-files', '2'))"
+    ).collect()[0]
+    assert rewritten["rewritten_data_files_count"] == 4
+    now = rows(spark, "SELECT date_format(current_timestamp(), 'yyyy-MM-dd HH:mm:ss.SSS')")[0][0]
+    spark.sql(
+        f"CALL {CATALOG}.system.expire_snapshots(table => 'shop.compacted', older_than => TIMESTAMP '{now}', "
+        "retain_last => 1)"
+    )
+    assert rows(spark, f"SELECT count(*) FROM {table}.snapshots") == [(1,)]
+    spark.sql(f"CALL {CATALOG}.system.remove_orphan_files(table => 'shop.compacted', dry_run => true)")
+    assert rows(spark, f"SELECT count(*) FROM {table}") == [(4,)]
+
+
+def test_views_and_renames(spark):
+    spark.sql(f"CREATE TABLE {CATALOG}.shop.people (id int, name string) USING iceberg")
+    spark.sql(f"INSERT INTO {CATALOG}.shop.people VALUES (1, 'ann'), (2, 'bob')")
+    spark.sql(f"CREATE VIEW {CATALOG}.shop.first_people AS SELECT name FROM {CATALOG}.shop.people WHERE id = 1")
+    assert rows(spark, f"SELECT * FROM {CATALOG}.shop.first_people") == [("ann",)]
+    spark.sql(f"ALTER TABLE {CATALOG}.shop.people RENAME TO shop.persons")
+    assert rows(spark, f"SELECT count(*) FROM {CATALOG}.shop.persons") == [(2,)]
+
+
+def test_drop_purge_deletes_only_that_tables_files(spark):
+    warehouse = pathlib.Path(os.environ["RUSTBERG_WAREHOUSE"])
+    for name in ("doomed", "kept"):
+        spark.sql(f"CREATE TABLE {CATALOG}.shop.{name} (id int) USING iceberg")
+        spark.sql(f"INSERT INTO {CATALOG}.shop.{name} VALUES (1)")
+
+    def files(name):
+        return [p for p in warehouse.rglob("*") if p.is_file() and f"/shop/{name}" in str(p)]
+
+    kept_before = sorted(files("kept"))
+    assert files("doomed") and kept_before
+    spark.sql(f"DROP TABLE {CATALOG}.shop.doomed PURGE")
+    assert files("doomed") == [], "the purged table's files are gone"
+    assert sorted(files("kept")) == kept_before, "no other table's file was touched"
+
+
+def test_one_query_across_the_root_and_two_mounts(spark):
+    spark.sql("CREATE NAMESPACE remote.sales")
+    spark.sql("CREATE TABLE remote.sales.orders (customer bigint, amount int) USING iceberg")
+    spark.sql("INSERT INTO remote.sales.orders VALUES (10, 5), (20, 7)")
+    spark.sql("CREATE NAMESPACE pg.sales")
+    spark.sql("CREATE TABLE pg.sales.customers (id bigint, name string) USING iceberg")
+    spark.sql("INSERT INTO pg.sales.customers VALUES (10, 'acme'), (20, 'globex')")
+    spark.sql("CREATE TABLE root.shop.visits (customer bigint, page string) USING iceberg")
+    spark.sql("INSERT INTO root.shop.visits VALUES (10, 'home'), (20, 'cart')")
+    # One query, one catalog: the whole tree, where the mounts are top-level names.
+    joined = rows(
+        spark,
+        "SELECT c.name, v.page, o.amount FROM rb.shop.visits v "
+        "JOIN rb.pg.sales.customers c ON c.id = v.customer "
+        "JOIN rb.partner.sales.orders o ON o.customer = c.id ORDER BY c.name",
+    )
+    assert joined == [("acme", "home", 5), ("globex", "cart", 7)]
+
+
+def test_the_whole_tree_promises_no_write_a_read_only_mount_would_refuse(spark):
+    with pytest.raises(Exception, match="Server does not support endpoint: POST /v1/\\{prefix\\}/namespaces"):
+        spark.sql("CREATE NAMESPACE rb.elsewhere")

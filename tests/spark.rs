@@ -1,0 +1,51 @@
+//! Spark SQL end to end: PySpark in local mode with Iceberg's Spark runtime (the Java
+//! `RESTCatalog`) against a real Rustberg with a native mount on Postgres and a rest mount
+//! of another Rustberg (`tests/python/test_spark.py`).
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::python::{repo_root, run_pytest_in, venv_with};
+use support::{postgres_database, Server};
+
+#[tokio::test]
+async fn spark_sql_end_to_end() {
+    let Some(database) = postgres_database().await else { return };
+    let remote = Server::start("");
+    let pg_warehouse = tempfile::tempdir().unwrap();
+    let token = remote.admin_token();
+    let server = Server::try_start_with_env(
+        &format!(
+            "[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{}\"\nowner = \"acme\"\n\
+             [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n",
+            pg_warehouse.path().display(),
+            remote.base
+        ),
+        &[("PARTNER_TOKEN", &token)],
+    )
+    .unwrap_or_else(|out| panic!("{out}"));
+    let target = Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().parent().unwrap().to_path_buf();
+    let jars = Command::new("bash")
+        .arg(repo_root().join("tests/java/spark-jars.sh"))
+        .arg(target.join("spark-jars"))
+        .output()
+        .expect("fetching the Spark runtime (Maven is needed)");
+    assert!(jars.status.success(), "{}", String::from_utf8_lossy(&jars.stderr));
+    let jars = String::from_utf8(jars.stdout).unwrap().trim().to_string();
+    let venv = venv_with(target.join("spark-venv"), "requirements-spark.txt");
+    let warehouse = server.dir.path().join("data/warehouse").display().to_string();
+    let started = std::time::Instant::now();
+    let env = [
+        ("RUSTBERG_URL", server.base.as_str()),
+        ("RUSTBERG_CREDENTIAL", server.credential.as_deref().unwrap()),
+        ("RUSTBERG_REMOTE_URL", remote.base.as_str()),
+        ("RUSTBERG_REMOTE_CREDENTIAL", remote.credential.as_deref().unwrap()),
+        ("RUSTBERG_WAREHOUSE", warehouse.as_str()),
+        ("SPARK_JARS", jars.as_str()),
+    ];
+    // Blocking is fine here: the servers are processes of their own.
+    run_pytest_in(&venv, "test_spark.py", &env, 900);
+    eprintln!("the Spark scenario took {:.0?}", started.elapsed());
+}
