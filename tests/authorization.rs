@@ -279,7 +279,35 @@ async fn credentials_are_checked() {
     // A principal of the configuration file is identified by its name.
     let expected =
         json!({"id": "acme_reader", "name": "acme_reader", "tenant": "acme", "role": "reader", "server-admin": false});
-    assert_eq!(who, (200, expected));
+    assert_eq!(who, (200, expected.clone()));
+
+    // The token-exchange grant with a current token (Iceberg's Java client refreshes so)
+    // gives a new token for the same principal; a token that does not verify gets none.
+    let exchange = |subject: String| {
+        let url = format!("{}/v1/oauth/tokens", s.base);
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .form(&[
+                    ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+                    ("subject_token", subject.as_str()),
+                    ("subject_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+                    ("scope", "catalog"),
+                ])
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let current = support::token_for(&s.base, "acme_reader", SECRET);
+    let (status, refreshed) = exchange(current).await;
+    assert_eq!(status, 200, "{refreshed}");
+    let token = refreshed["access_token"].as_str().unwrap();
+    let again = Api::with_token(&s.base, token).send(Method::GET, "/management/v1/whoami", None).await;
+    assert_eq!(again, (200, expected));
+    let (status, refused) = exchange("garbage".into()).await;
+    assert_eq!((status, &refused["error"]), (401, &json!("invalid_client")), "{refused}");
 }
 
 /// Walks the root listing as `api`, `size` at a time.

@@ -18,7 +18,9 @@ async fn spark_sql_end_to_end() {
     let token = remote.admin_token();
     let server = Server::try_start_with_env(
         &format!(
-            "[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{}\"\nowner = \"acme\"\n\
+            // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
+            "[auth]\ntoken_lifetime_secs = 20\n\
+             [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{}\"\nowner = \"acme\"\n\
              [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n",
             pg_warehouse.path().display(),
             remote.base

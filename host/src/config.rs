@@ -557,9 +557,9 @@ impl Config {
         }
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
-            if name == crate::api::PREFIX {
+            if [crate::api::PREFIX, crate::api::mount_prefix::ROOT_PREFIX].contains(&name.as_str()) {
                 problems.push(format!(
-                    "mount.{name}: `{name}` is the whole catalog's REST prefix; name the mount otherwise"
+                    "mount.{name}: `{name}` is a REST prefix of the catalog's own; name the mount otherwise"
                 ));
             }
             let limits = self.plugin_limits(name);

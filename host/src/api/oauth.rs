@@ -1,5 +1,6 @@
 //! `POST /v1/oauth/tokens`: the OAuth2 client-credentials grant (what PyIceberg's
-//! `credential="id:secret"` uses). Answers in the OAuth error shape.
+//! `credential="id:secret"` uses), and the token-exchange grant with the current token
+//! (how Iceberg's Java client refreshes one). Answers in the OAuth error shape.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,7 +17,11 @@ pub struct TokenRequest {
     grant_type: Option<String>,
     client_id: Option<String>,
     client_secret: Option<String>,
+    subject_token: Option<String>,
 }
+
+/// RFC 8693's grant type, which Iceberg's Java client sends to refresh its token.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     (status, Json(json!({ "error": error, "error_description": description }))).into_response()
@@ -34,17 +39,32 @@ fn credentials(headers: &HeaderMap, form: &TokenRequest) -> Option<(String, Stri
 }
 
 pub async fn token(axum::extract::State(state): State, headers: HeaderMap, Form(form): Form<TokenRequest>) -> Response {
-    if form.grant_type.as_deref() != Some("client_credentials") {
-        return oauth_error(
-            StatusCode::BAD_REQUEST,
-            "unsupported_grant_type",
-            "only the client_credentials grant is supported",
-        );
-    }
-    let Some((id, secret)) = credentials(&headers, &form) else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "client_id and client_secret are required");
+    let issued = match form.grant_type.as_deref() {
+        Some("client_credentials") => {
+            let Some((id, secret)) = credentials(&headers, &form) else {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "client_id and client_secret are required",
+                );
+            };
+            state.auth.client_credentials(&id, &secret).await
+        }
+        Some(TOKEN_EXCHANGE) => {
+            let Some(subject) = form.subject_token.as_deref() else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "subject_token is required");
+            };
+            state.auth.token_exchange(subject).await
+        }
+        _ => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "the grants are client_credentials and token-exchange (with a current token)",
+            )
+        }
     };
-    match state.auth.client_credentials(&id, &secret).await {
+    match issued {
         Ok((token, expires_in)) => Json(json!({
             "access_token": token,
             "token_type": "bearer",

@@ -73,6 +73,11 @@ impl Authenticator {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| Error::NotAuthorized("the Authorization header is not a bearer token".into()))?;
+        self.principal_of(token).await
+    }
+
+    /// The principal a bearer token stands for.
+    async fn principal_of(&self, token: &str) -> Result<Arc<Principal>, Error> {
         let principal = match &self.verify(token).await?.bearer {
             Bearer::Issued { name, id } => {
                 let principal = self
@@ -119,6 +124,13 @@ impl Authenticator {
         }
         memory.insert(token.to_string(), verified.clone());
         Ok(verified)
+    }
+
+    /// The token-exchange grant (RFC 8693) as Iceberg's Java client uses it to refresh: a
+    /// new token for the principal a valid, unexpired `subject_token` stands for.
+    pub async fn token_exchange(&self, subject_token: &str) -> Result<(String, u64), Error> {
+        let principal = self.principal_of(subject_token).await?;
+        Ok(self.issuer.issue(&principal.name, principal.id()))
     }
 
     /// The client-credentials grant: a token for a principal that proves its secret.

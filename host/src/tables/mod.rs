@@ -579,14 +579,27 @@ async fn require_namespace(mount: &Mount, namespace: &[String]) -> Result<(), Er
 /// Renames a table inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
-    match mount.backend.rename_table(source.clone(), destination.clone()).await {
+    let renamed = mount.backend.rename_table(source.clone(), destination.clone()).await;
+    rename_outcome(mount, source, destination, renamed, no_such_table(mount, source)).await
+}
+
+/// The answer to a rename of a table or view: a taken destination in the words Iceberg's
+/// clients expect (which kind holds it), a missing source as `absent` says.
+async fn rename_outcome(
+    mount: &Mount,
+    source: &Ident,
+    destination: &Ident,
+    renamed: Result<(), crate::plugins::BackendError>,
+    absent: impl FnOnce(String) -> Error,
+) -> Result<(), Error> {
+    match renamed {
         Ok(()) => Ok(()),
         Err(e) if e.kind == BackendErrorKind::AlreadyExists => Err(Error::rename_target_taken(
             dotted(mount, source),
             dotted(mount, destination),
             holder_of(mount, destination).await,
         )),
-        Err(e) => Err(Error::from_backend(e, no_such_table(mount, source))),
+        Err(e) => Err(Error::from_backend(e, absent)),
     }
 }
 

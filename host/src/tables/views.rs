@@ -11,7 +11,7 @@ use iceberg::{ViewCreation, ViewUpdate};
 use serde::Deserialize;
 
 use super::locations::{self, Placement};
-use super::{created_failed, dotted, holder_of, pointer_of as pointer, require_namespace, Committed};
+use super::{created_failed, dotted, pointer_of as pointer, rename_outcome, require_namespace, Committed};
 use crate::error::{change_failed, Error, Member};
 use crate::mounts::Mount;
 use crate::plugins::bindings::{Ident, Pointer};
@@ -252,13 +252,6 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
 /// Renames a view inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
-    match mount.backend.rename_view(source.clone(), destination.clone()).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind == BackendErrorKind::AlreadyExists => Err(Error::rename_target_taken(
-            dotted(mount, source),
-            dotted(mount, destination),
-            holder_of(mount, destination).await,
-        )),
-        Err(e) => Err(Error::from_backend(e, no_such_view(mount, source))),
-    }
+    let renamed = mount.backend.rename_view(source.clone(), destination.clone()).await;
+    rename_outcome(mount, source, destination, renamed, no_such_view(mount, source)).await
 }
