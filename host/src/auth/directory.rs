@@ -239,15 +239,18 @@ impl Directory {
     }
 
     pub async fn tenant_exists(&self, name: &str) -> Result<bool, Error> {
-        Ok(self.configured_tenants.contains(name)
-            || self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
+        Ok(self.configured_tenants.contains(name) || self.tenant_recorded(name).await?)
     }
 
     /// Whether a configured principal belongs to the tenant, or it was created through
     /// the API: what a tenant that only mounts declare (perhaps a typo) lacks.
     pub async fn tenant_known_beyond_mounts(&self, name: &str) -> Result<bool, Error> {
-        Ok(self.configured.values().any(|p| p.tenant == name)
-            || self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
+        Ok(self.configured.values().any(|p| p.tenant == name) || self.tenant_recorded(name).await?)
+    }
+
+    /// Whether the tenant was created through the API (recorded in the host's store).
+    async fn tenant_recorded(&self, name: &str) -> Result<bool, Error> {
+        Ok(self.space.get(format!("{TENANT}{name}").as_bytes()).await.map_err(store_err)?.is_some())
     }
 
     /// Records a tenant; 409 if it exists.
