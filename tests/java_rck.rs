@@ -1,9 +1,13 @@
 //! Iceberg's REST Compatibility Kit (Iceberg's own catalog tests, through its Java
 //! `RESTCatalog`) against a real Rustberg, through `tests/java/rck.sh`: the whole tree,
 //! a native mount on Postgres and a rest mount whose remote is another Rustberg, each
-//! targeted by its own prefix (`?warehouse=<mount>`). Every test passes but those
-//! `tests/java/known-failures.txt` lists with their reasons; a test is skipped only by
-//! the kit's own switches or where `/v1/config` leaves out an endpoint it needs.
+//! targeted by its own prefix (`?warehouse=<mount>`). Every test passes; a test is
+//! skipped only by the kit's own switches or where `/v1/config` leaves out an endpoint
+//! it needs.
+//!
+//! The kit places tables at `file:/tmp/<namespace>/<table>` and views in the JVM's
+//! temporary folder, so the catalog under test has its warehouse at `file:///tmp` with
+//! `unstructured_locations` (a view may lie outside its namespace's folder).
 
 mod support;
 
@@ -51,15 +55,6 @@ fn run_rck(server: &Server, credential: &str, warehouse: Option<&str>) -> Outcom
     outcome
 }
 
-fn known_failures() -> BTreeSet<String> {
-    std::fs::read_to_string(repo_root().join("tests/java/known-failures.txt"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.split_whitespace().next().unwrap().to_string())
-        .collect()
-}
-
 /// The skips the kit makes by itself, whatever the catalog: names with a slash (off in the
 /// kit), nested and empty namespaces (the base tests' defaults), one test disabled.
 const KIT_SKIPS: &[&str] = &[
@@ -75,10 +70,12 @@ const KIT_SKIPS: &[&str] = &[
     "RESTCompatibilityKitViewCatalogTests.listViewsInEmptyNamespace",
 ];
 
-/// A writable catalog: no failure beyond the known ones, no skip beyond the kit's own.
+/// Where the kit's tables and views go (see the module's comment).
+const KIT_WAREHOUSE: &str = "warehouse_location = \"file:///tmp\"\nunstructured_locations = true\n";
+
+/// A writable catalog: no failure, no skip beyond the kit's own.
 fn assert_writable_passes(outcome: &Outcome) {
-    let unknown: Vec<_> = outcome.failed.difference(&known_failures()).cloned().collect();
-    assert!(unknown.is_empty(), "RCK tests failed that known-failures.txt does not list: {unknown:?}");
+    assert!(outcome.failed.is_empty(), "RCK tests failed: {:?}", outcome.failed);
     let skipped: BTreeSet<_> = outcome.skipped.iter().map(String::as_str).collect();
     assert_eq!(skipped, KIT_SKIPS.iter().copied().collect(), "only the kit's own skips");
     assert!(outcome.passed >= 130, "the suite ran: {} passed", outcome.passed);
@@ -86,7 +83,7 @@ fn assert_writable_passes(outcome: &Outcome) {
 
 #[test]
 fn the_rck_passes_against_the_whole_tree() {
-    let server = Server::start("");
+    let server = Server::start(&format!("[storage]\n{KIT_WAREHOUSE}"));
     let credential = server.credential.clone().expect("a minted admin");
     assert_writable_passes(&run_rck(&server, &credential, None));
 }
@@ -94,10 +91,8 @@ fn the_rck_passes_against_the_whole_tree() {
 #[tokio::test]
 async fn the_rck_passes_against_a_native_mount_on_postgres() {
     let Some(database) = postgres_database().await else { return };
-    let warehouse = tempfile::tempdir().unwrap();
     let server = Server::start(&format!(
-        "[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{}\"\nowner = \"acme\"\n",
-        warehouse.path().display()
+        "[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\n{KIT_WAREHOUSE}owner = \"acme\"\n"
     ));
     let credential = server.credential.clone().expect("a minted admin");
     let outcome = tokio::task::spawn_blocking(move || run_rck(&server, &credential, Some("pg"))).await.unwrap();

@@ -1,8 +1,10 @@
 //! No tenant reaches another's storage. Two tenants, `acme` (the victim, whose table
 //! PyIceberg writes) and `evil` (a writer trying every way to place, move, register
 //! or plan a table over acme's files), on the root catalog's file warehouse, on a
-//! redb mount whose warehouse lies inside the root's, and on an S3 warehouse (moto).
-//! Every attack is followed by a purge; acme's table must still scan with all rows.
+//! redb mount whose warehouse lies inside the root's, on an S3 warehouse (moto), and on
+//! a file warehouse with `unstructured_locations` (a table may lie outside its
+//! namespace's folder, never over another's). Every attack is followed by a purge;
+//! acme's table must still scan with all rows.
 
 mod support;
 
@@ -19,6 +21,8 @@ enum Store {
     RootFiles,
     RedbMount,
     S3,
+    /// The root's file warehouse with `unstructured_locations = true`.
+    Unstructured,
 }
 
 struct Lab {
@@ -33,6 +37,8 @@ struct Lab {
     warehouse: String,
     /// The victim's namespace, as clients name it, and its table.
     victim_ns: Vec<&'static str>,
+    /// Whether a table may lie outside its namespace's folder.
+    unstructured: bool,
 }
 
 async fn lab(store: Store) -> Lab {
@@ -45,7 +51,9 @@ async fn lab(store: Store) -> Lab {
         Some(_) => "s3://lake/warehouse".to_string(),
         None => format!("file://{}/wh", dir.path().display()),
     };
-    let mut config = format!("[storage]\nwarehouse_location = \"{warehouse}\"\n");
+    let unstructured = matches!(store, Store::Unstructured);
+    let mut config =
+        format!("[storage]\nwarehouse_location = \"{warehouse}\"\nunstructured_locations = {unstructured}\n");
     if let Some(moto) = &moto {
         config += &format!(
             "[storage.s3]\nendpoint = \"{}\"\nregion = \"us-east-1\"\npath_style = true\n\
@@ -69,7 +77,7 @@ async fn lab(store: Store) -> Lab {
     let server = Server::start(&config);
     let acme = server.login("acme", "acme-secret");
     let evil = server.login("evil", "evil-secret");
-    Lab { server, config, moto, _dir: dir, acme, evil, warehouse, victim_ns }
+    Lab { server, config, moto, _dir: dir, acme, evil, warehouse, victim_ns, unstructured }
 }
 
 impl Lab {
@@ -96,6 +104,19 @@ impl Lab {
 
 fn parent(location: &str) -> &str {
     location.rsplit_once('/').unwrap().0
+}
+
+impl Lab {
+    /// A location that must be refused: 400 naming the rule — or, where locations are
+    /// unstructured and the rule broken was only "under its namespace", 409 for the
+    /// overlap it would make.
+    #[track_caller]
+    fn assert_location_refused(&self, got: &(u16, Value), what: &str) {
+        match self.unstructured {
+            true => assert_refused(got, what),
+            false => assert_error(got, 400, "BadRequestException"),
+        }
+    }
 }
 
 /// A create that must be refused: 400 naming the rule, or 409 for an overlap.
@@ -135,14 +156,30 @@ async fn attack(lab: &Lab) {
     ] {
         let got =
             evil.post("/namespaces/evil/tables", json!({"name": "t", "schema": schema(), "location": location})).await;
-        assert_error(&got, 400, "BadRequestException");
+        lab.assert_location_refused(&got, &location);
         let got = evil
             .post(
                 "/namespaces/evil/tables",
                 json!({"name": "s", "schema": schema(), "location": location, "stage-create": true}),
             )
             .await;
-        assert_error(&got, 400, "BadRequestException");
+        // A staged create claims nothing yet: unstructured, the overlap shows at its commit.
+        if !(lab.unstructured && got.0 == 200) {
+            lab.assert_location_refused(&got, &location);
+        }
+    }
+
+    // Outside its namespace's folder but over nobody's files: only where unstructured.
+    let elsewhere = format!("{wh}/elsewhere/t");
+    let got =
+        evil.post("/namespaces/evil/tables", json!({"name": "e", "schema": schema(), "location": elsewhere})).await;
+    match lab.unstructured {
+        true => assert_eq!(got.0, 200, "{}", got.1),
+        false => assert_error(&got, 400, "BadRequestException"),
+    }
+    if lab.unstructured {
+        assert_eq!(got.1["metadata"]["location"], json!(elsewhere));
+        assert_eq!(evil.delete("/namespaces/evil/tables/e?purgeRequested=true").await.0, 204);
     }
 
     // Views take locations by the same rules.
@@ -156,7 +193,7 @@ async fn attack(lab: &Lab) {
         body
     };
     for location in [table_location.as_str(), namespace_location.as_str(), &format!("{wh}/evil/*")] {
-        assert_error(&evil.post("/namespaces/evil/views", view(Some(location))).await, 400, "BadRequestException");
+        lab.assert_location_refused(&evil.post("/namespaces/evil/views", view(Some(location))).await, location);
     }
     assert_eq!(evil.post("/namespaces/evil/views", view(None)).await.0, 200);
     let body = json!({"updates": [{"action": "set-location", "location": table_location}]});
@@ -234,6 +271,11 @@ async fn no_tenant_reaches_another_tenants_files_in_a_mount() {
 #[tokio::test(flavor = "multi_thread")]
 async fn no_tenant_reaches_another_tenants_files_on_s3() {
     suite(Store::S3).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_tenant_reaches_another_tenants_files_where_locations_are_unstructured() {
+    suite(Store::Unstructured).await;
 }
 
 /// Registering files a table already holds is 409; a rename keeps the table's claim.

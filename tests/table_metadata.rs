@@ -69,19 +69,33 @@ async fn gzip_metadata_is_served_as_json() {
     assert!(committed["metadata-location"].as_str().unwrap().ends_with(".gz.metadata.json"));
 }
 
-/// A table's metadata file that disappeared is a 502 naming the catalog after a
-/// restart, not a 404 and not an empty answer: the file is the record.
+/// A table's metadata file that disappeared fails the load with Iceberg's
+/// `NotFoundException` naming the file (what Iceberg's own catalogs answer, and what
+/// its compatibility kit checks), never `NoSuchTableException` and never the copy the
+/// host still holds: the file is the record. The table itself is still there, and
+/// loads again once its file is back. Held or read after a restart alike.
 #[tokio::test]
-async fn a_missing_metadata_file_is_an_error_not_an_absence() {
+async fn a_missing_metadata_file_is_not_a_missing_table() {
     let s = Server::start("");
     assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
     assert_eq!(s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
     let (_, loaded) = s.get("/namespaces/db/tables/t").await;
-    let location = loaded["metadata-location"].as_str().unwrap().strip_prefix("file://").unwrap().to_string();
+    let metadata_location = loaded["metadata-location"].as_str().unwrap().to_string();
+    gone_and_back(&s, &metadata_location).await;
     let s = s.restart("").unwrap();
-    std::fs::remove_file(&location).unwrap();
+    gone_and_back(&s, &metadata_location).await;
+}
+
+/// Moves table `db.t`'s metadata file away (the load fails) and back (it loads).
+async fn gone_and_back(s: &Server, metadata_location: &str) {
+    let file = metadata_location.strip_prefix("file://").unwrap();
+    let moved = format!("{file}.away");
+    std::fs::rename(file, &moved).unwrap();
     let (status, body) = s.get("/namespaces/db/tables/t").await;
-    assert_eq!(status, 502, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("cannot be read"), "{body}");
+    assert_eq!((status, body["error"]["type"].as_str()), (404, Some("NotFoundException")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("Failed to open input stream for file: {metadata_location}")), "{body}");
     assert_eq!(s.head("/namespaces/db/tables/t").await, 204, "the table itself is still recorded");
+    std::fs::rename(&moved, file).unwrap();
+    assert_eq!(s.get("/namespaces/db/tables/t").await.0, 200);
 }

@@ -38,6 +38,10 @@ pub struct MountConfig {
     pub warehouse_location: Option<String>,
     /// The tenant that owns the whole mount.
     pub owner: String,
+    /// Let a client place a table or view anywhere in the warehouse, not only under its
+    /// namespace's location (what Iceberg's compatibility kit asks for).
+    #[serde(default)]
+    pub unstructured_locations: bool,
     /// What the component may import: `kv` (a key space in the store at
     /// `catalog_url`) and `http` (requests to `catalog_url`'s origin). Default: a
     /// built-in backend's own (`native`: kv, `rest`: http), `kv` for a file.
@@ -358,6 +362,9 @@ pub struct StorageConfig {
     pub warehouse_location: Option<String>,
     /// The component serving the root catalog: `native` or the path of a `.wasm` component.
     pub backend: Option<String>,
+    /// Let a client place a table or view anywhere in the warehouse, not only under its
+    /// namespace's location.
+    pub unstructured_locations: bool,
     /// `[storage.s3]`: how the server reaches `s3://` warehouses.
     pub s3: S3Config,
     /// `[storage.vending]`: which credentials clients are handed for table data.

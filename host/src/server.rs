@@ -145,7 +145,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let index = LocationIndex::new(host.clone());
     // The root catalog's backend commits to the store that holds the index.
     let warehouse = Warehouse::open(&config.warehouse()?, &config.storage.s3, index.ahead_of_its_store())
-        .map_err(|e| anyhow::anyhow!("refusing to start: storage.warehouse_location: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("refusing to start: storage.warehouse_location: {e}"))?
+        .with_unstructured_locations(config.storage.unstructured_locations);
     if warehouse.assigned() {
         anyhow::bail!("refusing to start: storage.warehouse_location: a bucket pattern is only for a mount whose store assigns table locations");
     }

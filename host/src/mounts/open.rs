@@ -155,7 +155,8 @@ async fn open_one(
             let root = warehouse_url(&location).map_err(|e| anyhow!("warehouse_location: {e}"))?;
             Some(
                 Warehouse::open(&root, mount.s3.as_ref().unwrap_or(&config.storage.s3), index.clone())
-                    .map_err(|e| anyhow!("warehouse_location: {e}"))?,
+                    .map_err(|e| anyhow!("warehouse_location: {e}"))?
+                    .with_unstructured_locations(mount.unstructured_locations),
             )
         }
         None => None,

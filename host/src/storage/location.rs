@@ -178,15 +178,12 @@ impl Location {
     /// the location for each check was a string built and dropped.
     fn strip_from<'a>(&self, path: &'a str) -> Option<&'a str> {
         let mut pieces = self.written();
-        // A file written as `file:/…` (Java's spelling) is the same file as `file:///…`.
-        let short_file = self.scheme == Scheme::File && !path.starts_with("file://");
-        let path = match short_file {
-            true => path.strip_prefix("file:").filter(|rest| rest.starts_with('/'))?,
-            false => pieces.next().and_then(|scheme| path.strip_prefix(scheme))?,
-        };
-        if short_file {
-            pieces.next();
-        }
+        let scheme = pieces.next()?;
+        let path = match self.scheme {
+            // A file written as `file:/…` (Java's spelling) is the same file as `file:///…`.
+            Scheme::File => path.strip_prefix(scheme).or_else(|| path.strip_prefix("file:")),
+            Scheme::S3 => path.strip_prefix(scheme),
+        }?;
         pieces.try_fold(path, |rest, piece| rest.strip_prefix(piece))
     }
 
@@ -198,6 +195,20 @@ impl Location {
             .into_iter()
             .chain(self.segments.iter().flat_map(|segment| ["/", segment.as_str()]))
             .chain(root)
+    }
+
+    /// This location as a metadata file records it: normalized, with the file scheme
+    /// spelled as `asked` spells it. Java (Hadoop's `Path`, `File::toURI`) writes
+    /// `file:/tmp/t`, and Iceberg's Java client compares the location it gets back with
+    /// the one it asked for; everything else (claims, policies, keys) uses the one form
+    /// `Display` writes.
+    pub fn recorded_as(&self, asked: Option<&str>) -> String {
+        let written = self.to_string();
+        let java = asked.is_some_and(|raw| raw.starts_with("file:/") && !raw.starts_with("file://"));
+        match (self.scheme, java) {
+            (Scheme::File, true) => format!("file:{}", &written["file://".len()..]),
+            _ => written,
+        }
     }
 
     /// Fails unless this location is strictly under `parent`.
@@ -359,6 +370,12 @@ mod tests {
         assert!(java.contains_path("file:///data/wh/metadata/snap-1.avro"));
         assert!(!java.contains_path("file:/data/wh2/x.avro"));
         assert!(!java.contains_path("file:data/wh/x.avro"));
+        assert!(!java.contains_path("file://host/data/wh/x.avro"));
+        // Recorded in the spelling the client asked for, normalized all the same.
+        assert_eq!(java.recorded_as(Some("file:/data/wh/")), "file:/data/wh");
+        assert_eq!(java.recorded_as(Some("file:///data/wh")), "file:///data/wh");
+        assert_eq!(java.recorded_as(None), "file:///data/wh");
+        assert_eq!(l.recorded_as(Some("file:/x")), "s3://b/wh/db/t");
         // A stored location parses to itself.
         let l = Location::parse("file:///data/wh/a%20b").unwrap();
         assert_eq!(Location::parse(&l.to_string()).unwrap(), l);

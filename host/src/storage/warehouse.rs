@@ -29,6 +29,9 @@ pub struct Warehouse {
     /// Warehouses of other catalogs that lie inside this one: never this one's.
     nested: Vec<Reach>,
     index: LocationIndex,
+    /// Whether a table or view may lie anywhere in the warehouse, not only under its
+    /// namespace's location (still never overlapping another's).
+    unstructured: bool,
 }
 
 impl std::fmt::Debug for Warehouse {
@@ -55,7 +58,19 @@ impl Warehouse {
         }
         .map_err(|e| format!("warehouse {root}: {e}"))?;
         let io = ScopedStorage::file_io(storage.clone(), root.clone());
-        Ok(Self { root, storage, io, nested: Vec::new(), index })
+        Ok(Self { root, storage, io, nested: Vec::new(), index, unstructured: false })
+    }
+
+    /// This warehouse, letting a client place a table or view anywhere in it
+    /// (`unstructured_locations`).
+    pub fn with_unstructured_locations(mut self, unstructured: bool) -> Self {
+        self.unstructured = unstructured;
+        self
+    }
+
+    /// Whether a table or view may lie outside its namespace's location.
+    pub fn unstructured(&self) -> bool {
+        self.unstructured
     }
 
     pub fn root(&self) -> &Reach {

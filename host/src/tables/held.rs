@@ -16,6 +16,7 @@ use super::locations;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::plugins::bindings::Pointer;
+use crate::storage::location::{Location, Scheme};
 use crate::storage::warehouse::Warehouse;
 
 /// What is held of one metadata file.
@@ -141,7 +142,29 @@ pub fn forget(mount: &Mount, metadata_location: &str) {
 /// well-formed JSON is refused (502, naming the mount): it is spliced into responses
 /// as it is.
 pub async fn served(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
+    if pointer.metadata_json.is_empty() {
+        still_there(mount, &pointer.metadata_location)?;
+    }
     held(mount, pointer, mount.served_files(), "this server reads no files of this mount", Parse::Later).await
+}
+
+/// Fails with 404 `NotFoundException` (Iceberg's words for a file that cannot be
+/// opened) when a metadata file on the local file system is gone: the JSON held for it
+/// would serve a table whose files were moved away behind the catalog's back. One
+/// `stat`, so only local files are checked; an object store's is not asked on a load.
+fn still_there(mount: &Mount, metadata_location: &str) -> Result<(), Error> {
+    let Ok(file) = Location::parse(metadata_location) else { return Ok(()) };
+    if file.scheme() != Scheme::File {
+        return Ok(());
+    }
+    match std::fs::metadata(format!("/{}", file.key())) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(format!(
+            "Failed to open input stream for file: {metadata_location} (the current metadata file of this \
+                 table in {} is gone; the table is still recorded)",
+            mount.label()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Why a change cannot read a metadata file the backend did not return.

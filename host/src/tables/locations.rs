@@ -133,9 +133,9 @@ pub async fn place(mount: &Mount, ident: &Ident, requested: Option<&str>) -> Res
         return reserve(mount, ident, requested).await;
     }
     let chain = chain(mount, &ident.namespace).await?;
-    let location = match requested {
-        Some(raw) => within_namespace(warehouse, &chain, raw)?,
-        None => chain.own().child(&format!("{}-{}", ident.name, uuid::Uuid::now_v7().simple())),
+    let (location, chain) = match requested {
+        Some(raw) => checked_request(warehouse, chain, raw)?,
+        None => (chain.own().child(&format!("{}-{}", ident.name, uuid::Uuid::now_v7().simple())), chain),
     };
     Ok(Placement { location, chain, reserved: None })
 }
@@ -164,11 +164,24 @@ async fn reserve(mount: &Mount, ident: &Ident, requested: Option<&str>) -> Resul
 }
 
 /// Checks a requested table or view location: in the warehouse, strictly under the
-/// namespace's location.
-fn within_namespace(warehouse: &Warehouse, chain: &Chain, raw: &str) -> Result<Location, Error> {
+/// namespace's location — or, where the warehouse has unstructured locations,
+/// anywhere strictly inside it. Returned with the chain to claim it under: the
+/// namespaces it lies in (the warehouse root at least).
+fn checked_request(warehouse: &Warehouse, chain: Chain, raw: &str) -> Result<(Location, Chain), Error> {
     let location = warehouse.locate(raw).map_err(bad_location("the location", raw))?;
-    location.require_strictly_within(chain.own()).map_err(bad_location("the location", raw))?;
-    Ok(location)
+    if location.is_strictly_within(chain.own()) {
+        return Ok((location, chain));
+    }
+    let refused = bad_location("the location", raw);
+    if !warehouse.unstructured() {
+        return Err(refused(LocationError::NotUnder(chain.own().to_string())));
+    }
+    let above: Vec<Location> = chain.0.into_iter().take_while(|outer| location.is_strictly_within(outer)).collect();
+    match above.is_empty() {
+        // The warehouse root itself.
+        true => Err(refused(LocationError::WarehouseRoot(warehouse.root().to_string()))),
+        false => Ok((location, Chain(above))),
+    }
 }
 
 /// Releases a table the backend reserved (a create that did not go on); failures
@@ -259,11 +272,11 @@ pub async fn claim_move(
     kind: ClaimKind,
 ) -> Result<Option<NewClaim>, Error> {
     let warehouse = mount.warehouse()?;
-    if current == new {
+    if current == new || Location::parse(current).is_ok_and(|c| Location::parse(new) == Ok(c)) {
         return Ok(None);
     }
     let chain = chain(mount, namespace).await?;
-    let location = within_namespace(warehouse, &chain, new)?;
+    let (location, chain) = checked_request(warehouse, chain, new)?;
     let held = match Location::parse(current) {
         Ok(current) => warehouse.index().holder(&current).await.map_err(claim_error)?,
         Err(_) => None,

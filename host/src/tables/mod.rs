@@ -90,7 +90,7 @@ pub async fn build_new(mount: &Mount, ident: &Ident, new: NewTable) -> Result<(T
     let placement = locations::place(mount, ident, new.location.as_deref()).await?;
     let creation = TableCreation {
         name: new.name,
-        location: Some(placement.location.to_string()),
+        location: Some(placement.location.recorded_as(new.location.as_deref())),
         format_version,
         schema: new.schema,
         partition_spec: new.partition_spec,
@@ -148,7 +148,47 @@ async fn write_metadata(
 pub fn metadata_json(metadata: &TableMetadata, capacity: usize) -> Result<Vec<u8>, Error> {
     let mut json = Vec::with_capacity(capacity);
     sonic_rs::to_writer(&mut json, metadata).map_err(|e| Error::Internal(format!("table metadata as JSON: {e}")))?;
-    Ok(json)
+    Ok(snapshots_in_commit_order(json))
+}
+
+/// The JSON with its `snapshots` list in commit order (sequence number, then time,
+/// then id). The spec crate keeps snapshots in a hash map and writes them in its
+/// order, which differs between two writes of the same table; Iceberg's Java client
+/// keeps the list as written and compares it (`Table::snapshots`). Left as it is when
+/// already in order, or when the list is not where it is expected.
+fn snapshots_in_commit_order(json: Vec<u8>) -> Vec<u8> {
+    use sonic_rs::JsonValueTrait;
+    let Ok(list) = sonic_rs::get_from_slice(&json, ["snapshots"]) else { return json };
+    let raw = list.as_raw_str();
+    let Some(start) =
+        (raw.as_ptr() as usize).checked_sub(json.as_ptr() as usize).filter(|s| s + raw.len() <= json.len())
+    else {
+        return json;
+    };
+    let number = |item: &str, key: &str| sonic_rs::get(item, [key]).ok().and_then(|v| v.as_i64()).unwrap_or(0);
+    let mut items = Vec::new();
+    for item in sonic_rs::to_array_iter(raw) {
+        let Ok(item) = item else { return json };
+        let raw = item.as_raw_str();
+        let key = (number(raw, "sequence-number"), number(raw, "timestamp-ms"), number(raw, "snapshot-id"));
+        items.push((key, item));
+    }
+    if items.is_sorted_by_key(|(key, _)| *key) {
+        return json;
+    }
+    items.sort_by_key(|(key, _)| *key);
+    let mut ordered = Vec::with_capacity(json.len());
+    ordered.extend_from_slice(&json[..start]);
+    ordered.push(b'[');
+    for (n, (_, item)) in items.iter().enumerate() {
+        if n > 0 {
+            ordered.push(b',');
+        }
+        ordered.extend_from_slice(item.as_raw_str().as_bytes());
+    }
+    ordered.push(b']');
+    ordered.extend_from_slice(&json[start + raw.len()..]);
+    ordered
 }
 
 /// The pointer a backend records for a table or view. It carries the metadata JSON
@@ -361,7 +401,7 @@ async fn prepare(
             TableUpdate::SetLocation { location } => {
                 let checked =
                     mount.warehouse()?.locate(location).map_err(locations::bad_location("the location", location))?;
-                TableUpdate::SetLocation { location: checked.to_string() }.apply(builder)?
+                TableUpdate::SetLocation { location: checked.recorded_as(Some(location)) }.apply(builder)?
             }
             update => update.clone().apply(builder)?,
         };
@@ -638,6 +678,27 @@ mod tests {
         .metadata;
         let written = metadata_json(&metadata, 0).unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), serde_json::to_string(&metadata).unwrap());
+    }
+
+    /// Snapshots are written in commit order whatever order they come in; the rest
+    /// of the JSON is left byte for byte.
+    #[test]
+    fn snapshots_are_written_in_commit_order() {
+        let json = br#"{"location":"s3://b/t","snapshots":[{"snapshot-id":9,"sequence-number":3,"timestamp-ms":5},{"snapshot-id":7,"sequence-number":1,"timestamp-ms":9,"summary":{"a":"[]"}},{"snapshot-id":8,"sequence-number":2,"timestamp-ms":1}],"snapshot-log":[]}"#;
+        let ordered = String::from_utf8(snapshots_in_commit_order(json.to_vec())).unwrap();
+        assert_eq!(
+            ordered,
+            r#"{"location":"s3://b/t","snapshots":[{"snapshot-id":7,"sequence-number":1,"timestamp-ms":9,"summary":{"a":"[]"}},{"snapshot-id":8,"sequence-number":2,"timestamp-ms":1},{"snapshot-id":9,"sequence-number":3,"timestamp-ms":5}],"snapshot-log":[]}"#
+        );
+        // Format version 1 has no sequence numbers: time orders them.
+        let v1 = br#"{"snapshots":[{"snapshot-id":2,"timestamp-ms":20},{"snapshot-id":1,"timestamp-ms":10}]}"#;
+        let ordered = String::from_utf8(snapshots_in_commit_order(v1.to_vec())).unwrap();
+        assert_eq!(
+            ordered,
+            r#"{"snapshots":[{"snapshot-id":1,"timestamp-ms":10},{"snapshot-id":2,"timestamp-ms":20}]}"#
+        );
+        let none = br#"{"location":"s3://b/t"}"#;
+        assert_eq!(snapshots_in_commit_order(none.to_vec()), none.to_vec());
     }
 
     /// Numbers too (a column's default value in the metadata may be a double): the

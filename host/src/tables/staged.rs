@@ -28,8 +28,11 @@ pub async fn create_from_updates(
     let mut version = None;
     let mut uuid = None;
     let mut rest = Vec::new();
-    // The parts that define the table go into the creation; the rest (snapshots,
-    // refs, statistics) are applied on top.
+    // The first schema, spec and sort order (and the updates making them current)
+    // go into the creation; the rest (later schemas, specs and orders, snapshots,
+    // refs, statistics) are applied on top, in order: a transaction may evolve the
+    // schema and then partition by the new column.
+    let (mut schemas, mut specs, mut orders) = (0, 0, 0);
     for update in updates {
         match update {
             TableUpdate::AddSchema { schema: s } if schema.is_none() => schema = Some(s.clone()),
@@ -39,10 +42,16 @@ pub async fn create_from_updates(
             TableUpdate::SetProperties { updates } => properties.extend(updates.clone()),
             TableUpdate::UpgradeFormatVersion { format_version } => version = Some(*format_version),
             TableUpdate::AssignUuid { uuid: u } => uuid = Some(*u),
-            TableUpdate::SetCurrentSchema { .. }
-            | TableUpdate::SetDefaultSpec { .. }
-            | TableUpdate::SetDefaultSortOrder { .. } => {}
+            TableUpdate::SetCurrentSchema { .. } if schemas <= 1 => {}
+            TableUpdate::SetDefaultSpec { .. } if specs <= 1 => {}
+            TableUpdate::SetDefaultSortOrder { .. } if orders <= 1 => {}
             other => rest.push(other.clone()),
+        }
+        match update {
+            TableUpdate::AddSchema { .. } => schemas += 1,
+            TableUpdate::AddSpec { .. } => specs += 1,
+            TableUpdate::AddSortOrder { .. } => orders += 1,
+            _ => {}
         }
     }
     let schema = schema.ok_or_else(|| Error::BadRequest("a staged create needs an add-schema update".into()))?;
@@ -52,7 +61,7 @@ pub async fn create_from_updates(
     let placement = locations::place(mount, ident, location.as_deref()).await?;
     let creation = TableCreation {
         name: ident.name.clone(),
-        location: Some(placement.location.to_string()),
+        location: Some(placement.location.recorded_as(location.as_deref())),
         format_version,
         schema,
         partition_spec: spec,

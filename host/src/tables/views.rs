@@ -76,15 +76,20 @@ fn view_json(metadata: &ViewMetadata) -> Result<Bytes, Error> {
 /// Writes a view metadata file under the view's location.
 async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) -> Result<Committed, Error> {
     let metadata_json = view_json(metadata)?;
-    let location = format!(
-        "{}/metadata/{version:05}-{}.metadata.json",
-        metadata.location().trim_end_matches('/'),
-        uuid::Uuid::now_v7()
-    );
     let warehouse = mount.warehouse()?;
     let scope = warehouse
         .locate(metadata.location())
         .map_err(locations::bad_location("the view location", metadata.location()))?;
+    let folder = match metadata.properties().get(WRITE_METADATA_PATH) {
+        // A folder of the view's own: what it owns is what lies under its location.
+        Some(raw) => {
+            let folder = warehouse.locate(raw).map_err(locations::bad_location(WRITE_METADATA_PATH, raw))?;
+            folder.require_strictly_within(&scope).map_err(locations::bad_location(WRITE_METADATA_PATH, raw))?;
+            folder.recorded_as(Some(raw))
+        }
+        None => format!("{}/metadata", metadata.location().trim_end_matches('/')),
+    };
+    let location = format!("{folder}/{version:05}-{}.metadata.json", uuid::Uuid::now_v7());
     let output = warehouse.scoped_io(&scope).new_output(&location).map_err(|e| Error::Internal(e.to_string()))?;
     output
         .write(metadata_json.clone())
@@ -92,6 +97,10 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
         .map_err(|e| Error::Internal(format!("writing view metadata to {location}: {e}")))?;
     Ok(Committed { metadata_location: location, metadata_json })
 }
+
+/// The view property naming the folder its metadata files go to (Iceberg's
+/// `ViewProperties.WRITE_METADATA_LOCATION`), which must lie under the view's location.
+const WRITE_METADATA_PATH: &str = "write.metadata.path";
 
 /// Creates a view: checks and claims its location, writes the first metadata file and
 /// records it (file and claim removed again if the backend says it did not).
@@ -107,7 +116,7 @@ pub async fn create(mount: &Mount, ident: &Ident, new: NewView) -> Result<Commit
     let version = new.version;
     let creation = ViewCreation {
         name: ident.name.clone(),
-        location: placement.location.to_string(),
+        location: placement.location.recorded_as(new.location.as_deref()),
         representations: version.representations().clone(),
         schema: new.schema,
         properties: new.properties,
@@ -171,7 +180,7 @@ pub async fn replace(
             ViewUpdate::SetLocation { location } => {
                 let checked =
                     mount.warehouse()?.locate(&location).map_err(locations::bad_location("the location", &location))?;
-                ViewUpdate::SetLocation { location: checked.to_string() }
+                ViewUpdate::SetLocation { location: checked.recorded_as(Some(&location)) }
             }
             update => update,
         };
