@@ -1,12 +1,14 @@
 //! Spark SQL end to end: PySpark in local mode with Iceberg's Spark runtime (the Java
-//! `RESTCatalog`) against a real Rustberg with a native mount on Postgres and a rest mount
-//! of another Rustberg (`tests/python/test_spark.py`).
+//! `RESTCatalog`) against a real Rustberg with a native mount on Postgres, a rest mount
+//! of another Rustberg, and a native mount whose warehouse is on S3 (moto) with vending
+//! through STS: Spark holds no S3 keys there (`tests/python/test_spark.py`).
 
 mod support;
 
 use std::path::Path;
 use std::process::Command;
 
+use support::moto::Moto;
 use support::python::{repo_root, run_pytest_in, venv_with};
 use support::{postgres_database, Server};
 
@@ -14,16 +16,22 @@ use support::{postgres_database, Server};
 async fn spark_sql_end_to_end() {
     let Some(database) = postgres_database().await else { return };
     let remote = Server::start("");
-    let pg_warehouse = tempfile::tempdir().unwrap();
+    let moto = Moto::start("lake").await;
+    let mounts = tempfile::tempdir().unwrap();
     let token = remote.admin_token();
     let server = Server::try_start_with_env(
         &format!(
             // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
             "[auth]\ntoken_lifetime_secs = 20\n\
-             [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{}\"\nowner = \"acme\"\n\
-             [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n",
-            pg_warehouse.path().display(),
-            remote.base
+             [storage.s3]\nendpoint = \"{moto}\"\nregion = \"us-east-1\"\npath_style = true\n\
+             access_key_id = \"AKIAIOSFODNN7EXAMPLE\"\nsecret_access_key = \"server-secret\"\n\
+             [storage.vending]\nmode = \"sts\"\nrole_arn = \"arn:aws:iam::123456789012:role/lake\"\nsts_endpoint = \"{moto}\"\n\
+             [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{dir}/pg\"\nowner = \"acme\"\n\
+             [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{remote}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n\
+             [mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{dir}/lake.redb\"\nwarehouse_location = \"s3://lake/warehouse\"\nowner = \"acme\"\n",
+            moto = moto.url,
+            dir = mounts.path().display(),
+            remote = remote.base
         ),
         &[("PARTNER_TOKEN", &token)],
     )
@@ -50,4 +58,11 @@ async fn spark_sql_end_to_end() {
     // Blocking is fine here: the servers are processes of their own.
     run_pytest_in(&venv, "test_spark.py", &env, 900);
     eprintln!("the Spark scenario took {:.0?}", started.elapsed());
+
+    // What Spark wrote through its vended credentials is in the bucket, under the table.
+    let listing = reqwest::get(format!("{}/lake?list-type=2&prefix=warehouse/", moto.url)).await.unwrap();
+    let listing = listing.text().await.unwrap();
+    for kind in [".parquet", "-m0.avro", ".metadata.json"] {
+        assert!(listing.contains(kind), "no {kind} file in s3://lake/warehouse: {listing}");
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use support::moto::Moto;
 use support::python::run_pytest;
-use support::{hash_secret, schema, Api, Server};
+use support::{assert_error, hash_secret, schema, Api, Server};
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/rustberg-vend";
 
@@ -219,6 +219,22 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     assert_eq!(status, 200);
     assert!(plain.get("storage-credentials").is_none(), "{plain}");
     assert_eq!(sts.count(), before);
+
+    // A mechanism the spec does not name is a 400 naming it (never a silent no), on
+    // every route that reads the header; the spec's two together are fine.
+    for path in [format!("{tables}/t"), format!("{tables}/t/credentials")] {
+        let asked = |value: &'static str| {
+            let request = reader.client.get(reader.url(&path)).header("X-Iceberg-Access-Delegation", value);
+            async move {
+                let response = request.send().await.unwrap();
+                (response.status().as_u16(), response.json::<Value>().await.unwrap())
+            }
+        };
+        let got = asked("vended-credentials, sts-please").await;
+        assert_error(&got, 400, "BadRequestException");
+        assert!(got.1["error"]["message"].as_str().unwrap().contains("\"sts-please\""), "{}", got.1);
+        assert_eq!(asked("vended-credentials,remote-signing").await.0, 200, "{path}");
+    }
 
     // With it: one credential for exactly the table's location, also in `config`.
     let (status, loaded) = vended(&reader, reqwest::Method::GET, &format!("{tables}/t"), None).await;

@@ -3,8 +3,6 @@
 //!
 //! A refused vend is logged and the request still succeeds without credentials.
 
-use std::convert::Infallible;
-
 use axum::extract::{FromRequestParts, Path, State as AxState};
 use axum::http::request::Parts;
 use axum::http::HeaderName;
@@ -24,15 +22,29 @@ use crate::tables;
 /// The header a client sends to ask for vended credentials or remote signing.
 pub const ACCESS_DELEGATION: HeaderName = HeaderName::from_static("x-iceberg-access-delegation");
 
+/// The access delegation mechanisms the spec names. A client lists those it supports;
+/// the server supplies any or none of them.
+const MECHANISMS: [&str; 2] = ["vended-credentials", "remote-signing"];
+
 /// The access delegation the client asked for, as sent (an extractor: the header
-/// alone, not a copy of every header).
+/// alone, not a copy of every header). A mechanism the spec does not name is a 400
+/// naming it: a client that misspells one would otherwise get no credentials and fail
+/// later, at its storage, for no reason it can see.
 pub struct Delegation(pub Option<String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for Delegation {
-    type Rejection = Infallible;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Infallible> {
-        Ok(Self(parts.headers.get(ACCESS_DELEGATION).and_then(|v| v.to_str().ok()).map(str::to_string)))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
+        let Some(value) = parts.headers.get(ACCESS_DELEGATION) else { return Ok(Self(None)) };
+        let value = value.to_str().map_err(|_| Error::BadRequest("X-Iceberg-Access-Delegation is not ASCII".into()))?;
+        if let Some(unknown) = value.split(',').map(str::trim).find(|m| !MECHANISMS.contains(m)) {
+            return Err(Error::BadRequest(format!(
+                "X-Iceberg-Access-Delegation: unknown mechanism {unknown:?} (the spec names {})",
+                MECHANISMS.join(" and ")
+            )));
+        }
+        Ok(Self(Some(value.to_string())))
     }
 }
 
