@@ -157,7 +157,16 @@ pub fn metadata_json(metadata: &TableMetadata, capacity: usize) -> Result<Vec<u8
 /// keeps the list as written and compares it (`Table::snapshots`). Left as it is when
 /// already in order, or when the list is not where it is expected.
 fn snapshots_in_commit_order(json: Vec<u8>) -> Vec<u8> {
-    use sonic_rs::JsonValueTrait;
+    /// What orders a snapshot, read in one pass over it (a missing number is 0).
+    #[derive(serde::Deserialize)]
+    struct Order {
+        #[serde(rename = "sequence-number", default)]
+        sequence: i64,
+        #[serde(rename = "timestamp-ms", default)]
+        time: i64,
+        #[serde(rename = "snapshot-id", default)]
+        id: i64,
+    }
     let Ok(list) = sonic_rs::get_from_slice(&json, ["snapshots"]) else { return json };
     let raw = list.as_raw_str();
     let Some(start) =
@@ -165,13 +174,11 @@ fn snapshots_in_commit_order(json: Vec<u8>) -> Vec<u8> {
     else {
         return json;
     };
-    let number = |item: &str, key: &str| sonic_rs::get(item, [key]).ok().and_then(|v| v.as_i64()).unwrap_or(0);
     let mut items = Vec::new();
     for item in sonic_rs::to_array_iter(raw) {
         let Ok(item) = item else { return json };
-        let raw = item.as_raw_str();
-        let key = (number(raw, "sequence-number"), number(raw, "timestamp-ms"), number(raw, "snapshot-id"));
-        items.push((key, item));
+        let Ok(order) = sonic_rs::from_str::<Order>(item.as_raw_str()) else { return json };
+        items.push(((order.sequence, order.time, order.id), item));
     }
     if items.is_sorted_by_key(|(key, _)| *key) {
         return json;
