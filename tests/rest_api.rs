@@ -363,3 +363,40 @@ async fn a_page_token_from_another_listing_restarts_it() {
     let (_, views) = s.get(&format!("/namespaces/x/views?pageToken={token}&pageSize=2")).await;
     assert_eq!(views["identifiers"], json!([]));
 }
+
+/// The router serves exactly the endpoints `Endpoint` names: each is routed (an
+/// anonymous call is 401, not "no route"), and on the same paths every other method is
+/// not (405; HEAD goes wherever GET does). The spec's endpoints the host does not serve yet answer 501.
+#[tokio::test]
+async fn the_router_serves_exactly_the_endpoints_the_type_names() {
+    use rustberg::api::Endpoint;
+    let s = Server::start("");
+    let anonymous = s.anonymous();
+    let concrete = |path: &str| {
+        format!(
+            "{}/v1/catalog{}",
+            s.base,
+            path.replace("{namespace}", "a").replace("{table}", "t").replace("{view}", "v").replace("{plan-id}", "p")
+        )
+    };
+    let methods = [reqwest::Method::GET, reqwest::Method::HEAD, reqwest::Method::POST, reqwest::Method::DELETE];
+    let paths: std::collections::BTreeSet<&str> = Endpoint::ALL.iter().map(|e| e.path()).collect();
+    for path in paths {
+        for method in &methods {
+            // HTTP serves HEAD wherever GET is served (axum answers it with the GET handler).
+            let served = Endpoint::ALL.iter().any(|e| {
+                e.path() == path && (e.method() == *method || (*method == reqwest::Method::HEAD && e.method() == "GET"))
+            });
+            let status = anonymous.client.request(method.clone(), concrete(path)).send().await.unwrap().status();
+            let expected = if served { 401 } else { 405 };
+            assert_eq!(status.as_u16(), expected, "{method} {path}");
+        }
+    }
+    for (method, path) in [
+        (reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/unregister"),
+        (reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/sign"),
+    ] {
+        let got = anonymous.client.request(method.clone(), concrete(path)).send().await.unwrap().status();
+        assert_eq!(got.as_u16(), 501, "{method} {path}");
+    }
+}

@@ -8,7 +8,7 @@ use axum::serve::ListenerExt;
 use rand::RngCore;
 
 use crate::api::idempotency::Idempotency;
-use crate::api::{self, AppState, RequestIds, HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+use crate::api::{self, AppState, Endpoint, RequestIds};
 use crate::audit::AuditLog;
 use crate::auth::{minted_admin, Authenticator, Directory, Oidc, OidcIdentity, Principal, TokenIssuer};
 use crate::authz::Authorizer;
@@ -236,16 +236,16 @@ fn exclude_nested_warehouses<'a>(mounts: impl Iterator<Item = &'a mut Mount>) {
 /// of them supports; a read-only mount removes every mutating endpoint. Never empty.
 fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
     let any_read_only = mounts.iter().any(|m| m.read_only);
-    let endpoints: Vec<String> = HOST_ENDPOINTS
+    let endpoints: Vec<String> = Endpoint::ALL
         .iter()
-        .filter(|e| mounts.iter().all(|m| m.backend.capabilities().endpoints.iter().any(|c| c == *e)))
-        .filter(|e| !(any_read_only && MUTATING_ENDPOINTS.contains(e)))
-        .map(|e| e.to_string())
+        .filter(|e| mounts.iter().all(|m| m.supports(**e)))
+        .filter(|e| !(any_read_only && e.mutating()))
+        .map(|e| e.spec().to_string())
         .collect();
     if endpoints.is_empty() {
         // An empty list would read as "everything" to clients: promise the one read
         // every backend must serve.
-        return vec!["GET /v1/{prefix}/namespaces".to_string()];
+        return vec![Endpoint::ListNamespaces.spec().to_string()];
     }
     endpoints
 }

@@ -9,7 +9,7 @@ use axum::http::HeaderName;
 use axum::Extension;
 
 use super::members::{self, Kind};
-use super::State;
+use super::{Endpoint, State};
 use crate::audit::Vend;
 use crate::auth::Caller;
 use crate::authz::{Privilege, Resource};
@@ -114,7 +114,7 @@ pub async fn load(
     let ns = super::parse_namespace(&raw)?;
     let (mount, ident) =
         members::resolve(&state, caller.clone(), &raw, name.clone(), Privilege::Read, Kind::Table).await?;
-    mount.require_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials")?;
+    mount.require_endpoint(Endpoint::LoadCredentials, None)?;
     let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
     let location = tables::location(mount, &loaded.held)?;
     let list = match vend(&state, &caller, mount, &ns, &name, &location).await {

@@ -1,62 +1,113 @@
-//! The endpoints the host implements, as the spec writes them. One list, used for
-//! `/v1/config` (intersected with what every mount supports) and checked against
-//! the router by the conformance tests.
+//! Every endpoint of the Iceberg REST API the host serves, named once: its method and
+//! path as the spec writes them, its operation's name, and whether it changes a catalog.
+//! The router (`api::router`, which gives each its handler), the list `/v1/config`
+//! advertises, what the pipeline detaches and makes idempotent, and the route template
+//! metrics and audit records carry all come from this one list.
 
 use axum::http::{Method, Uri};
 
 use crate::error::Error;
 
-/// Every endpoint the host serves.
-pub const HOST_ENDPOINTS: &[&str] = &[
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/transactions/commit",
-    "GET /v1/{prefix}/namespaces/{namespace}/views",
-    "POST /v1/{prefix}/namespaces/{namespace}/views",
-    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
-    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-];
+/// Whether an endpoint changes a catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Reads, or asks the host something (planning, credentials, metrics reports):
+    /// served by a read-only mount too.
+    Reads,
+    /// Changes a catalog: a read-only mount leaves it out of `/v1/config`, and a request
+    /// runs to completion when its client goes, once per Idempotency-Key.
+    Writes,
+}
 
-/// The endpoints that change a catalog: a read-only mount removes them from what
-/// `/v1/config` promises.
-pub const MUTATING_ENDPOINTS: &[&str] = &[
-    "POST /v1/{prefix}/namespaces",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/transactions/commit",
-    "POST /v1/{prefix}/namespaces/{namespace}/views",
-    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
-    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
-];
+/// Declares [`Endpoint`] with everything each variant knows.
+macro_rules! endpoints {
+    ($( $(#[doc = $doc:literal])* $name:ident = $method:ident $path:literal, $operation:literal, $effect:ident; )*) => {
+        /// An endpoint the host serves.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Endpoint {
+            $( $(#[doc = $doc])* $name, )*
+        }
+
+        impl Endpoint {
+            /// Every endpoint the host serves.
+            pub const ALL: &'static [Endpoint] = &[$(Endpoint::$name),*];
+
+            pub fn method(self) -> Method {
+                match self {
+                    $(Endpoint::$name => Method::$method,)*
+                }
+            }
+
+            /// Its path under `/v1/{prefix}`, as the spec writes it.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $(Endpoint::$name => $path,)*
+                }
+            }
+
+            /// As `/v1/config`'s `endpoints` names it: `GET /v1/{prefix}/namespaces`.
+            pub fn spec(self) -> &'static str {
+                match self {
+                    $(Endpoint::$name => concat!(stringify!($method), " /v1/{prefix}", $path),)*
+                }
+            }
+
+            /// The spec's operationId: how an error names what was refused.
+            pub fn operation(self) -> &'static str {
+                match self {
+                    $(Endpoint::$name => $operation,)*
+                }
+            }
+
+            /// Whether it changes a catalog.
+            pub fn mutating(self) -> bool {
+                match self {
+                    $(Endpoint::$name => matches!(Effect::$effect, Effect::Writes),)*
+                }
+            }
+        }
+    };
+}
+
+endpoints! {
+    ListNamespaces = GET "/namespaces", "listNamespaces", Reads;
+    CreateNamespace = POST "/namespaces", "createNamespace", Writes;
+    LoadNamespace = GET "/namespaces/{namespace}", "loadNamespaceMetadata", Reads;
+    NamespaceExists = HEAD "/namespaces/{namespace}", "namespaceExists", Reads;
+    DropNamespace = DELETE "/namespaces/{namespace}", "dropNamespace", Writes;
+    UpdateNamespaceProperties = POST "/namespaces/{namespace}/properties", "updateProperties", Writes;
+    ListTables = GET "/namespaces/{namespace}/tables", "listTables", Reads;
+    CreateTable = POST "/namespaces/{namespace}/tables", "createTable", Writes;
+    LoadTable = GET "/namespaces/{namespace}/tables/{table}", "loadTable", Reads;
+    TableExists = HEAD "/namespaces/{namespace}/tables/{table}", "tableExists", Reads;
+    UpdateTable = POST "/namespaces/{namespace}/tables/{table}", "updateTable", Writes;
+    DropTable = DELETE "/namespaces/{namespace}/tables/{table}", "dropTable", Writes;
+    RegisterTable = POST "/namespaces/{namespace}/register", "registerTable", Writes;
+    ReportMetrics = POST "/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics", Reads;
+    RenameTable = POST "/tables/rename", "renameTable", Writes;
+    CommitTransaction = POST "/transactions/commit", "commitTransaction", Writes;
+    ListViews = GET "/namespaces/{namespace}/views", "listViews", Reads;
+    CreateView = POST "/namespaces/{namespace}/views", "createView", Writes;
+    LoadView = GET "/namespaces/{namespace}/views/{view}", "loadView", Reads;
+    ViewExists = HEAD "/namespaces/{namespace}/views/{view}", "viewExists", Reads;
+    ReplaceView = POST "/namespaces/{namespace}/views/{view}", "replaceView", Writes;
+    DropView = DELETE "/namespaces/{namespace}/views/{view}", "dropView", Writes;
+    RenameView = POST "/views/rename", "renameView", Writes;
+    RegisterView = POST "/namespaces/{namespace}/register-view", "registerView", Writes;
+    LoadCredentials = GET "/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials", Reads;
+    PlanTableScan = POST "/namespaces/{namespace}/tables/{table}/plan", "planTableScan", Reads;
+    FetchPlanningResult = GET "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "fetchPlanningResult", Reads;
+    CancelPlanning = DELETE "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "cancelPlanning", Reads;
+    FetchScanTasks = POST "/namespaces/{namespace}/tables/{table}/tasks", "fetchScanTasks", Reads;
+}
+
+impl Endpoint {
+    /// Its route in this server's router: under the prefix the server advertises, with
+    /// each path parameter a name axum takes (`{plan-id}` as `{plan_id}`).
+    pub fn route(self) -> String {
+        format!("/v1/{}{}", super::PREFIX, self.path().replace("{plan-id}", "{plan_id}"))
+    }
+}
 
 /// Parts of spec paths the host does not implement yet: they answer 501 (which
 /// real clients read as "unsupported") and are absent from `endpoints`.
@@ -69,4 +120,24 @@ pub async fn fallback(method: Method, uri: Uri) -> Error {
         return Error::Unsupported(format!("{method} {path} is not implemented by this server"));
     }
     Error::NotFound(format!("no route for {method} {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each endpoint is one method on one path, and the spec's strings are what the
+    /// method and path say.
+    #[test]
+    fn every_endpoint_is_one_method_on_one_path() {
+        let mut seen = std::collections::HashSet::new();
+        for endpoint in Endpoint::ALL {
+            assert!(seen.insert((endpoint.method(), endpoint.path())), "{endpoint:?} twice");
+            assert_eq!(endpoint.spec(), format!("{} /v1/{{prefix}}{}", endpoint.method(), endpoint.path()));
+            // Reads never need a write: the methods that cannot change anything do not.
+            if matches!(endpoint.method(), Method::GET | Method::HEAD) {
+                assert!(!endpoint.mutating(), "{endpoint:?}");
+            }
+        }
+    }
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, head, post, MethodRouter};
 use axum::Router;
 use serde::de::DeserializeOwned;
 
@@ -38,7 +38,7 @@ use crate::mounts::Mounts;
 use crate::paging::PageTokens;
 use crate::storage::vending::Vendor;
 
-pub use endpoints::{HOST_ENDPOINTS, MUTATING_ENDPOINTS};
+pub use endpoints::Endpoint;
 pub use request_id::RequestIds;
 
 /// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
@@ -65,40 +65,61 @@ pub struct AppState {
 
 pub type State = axum::extract::State<Arc<AppState>>;
 
+/// The handler of each endpoint: with [`Endpoint`], the only place an endpoint is named.
+fn handler(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
+    use Endpoint::*;
+    match endpoint {
+        ListNamespaces => get(namespaces::list),
+        CreateNamespace => post(namespaces::create),
+        LoadNamespace => get(namespaces::load),
+        NamespaceExists => head(namespaces::exists),
+        DropNamespace => delete(namespaces::drop),
+        UpdateNamespaceProperties => post(namespaces::update_properties),
+        ListTables => get(tables::list),
+        CreateTable => post(tables::create),
+        LoadTable => get(tables::load),
+        TableExists => head(tables::exists),
+        UpdateTable => post(tables::commit),
+        DropTable => delete(tables::drop),
+        RegisterTable => post(tables::register),
+        ReportMetrics => post(tables::report_metrics),
+        RenameTable => post(tables::rename),
+        CommitTransaction => post(tables::commit_transaction),
+        ListViews => get(views::list),
+        CreateView => post(views::create),
+        LoadView => get(views::load),
+        ViewExists => head(views::exists),
+        ReplaceView => post(views::replace),
+        DropView => delete(views::drop),
+        RenameView => post(views::rename),
+        RegisterView => post(views::register),
+        LoadCredentials => get(credentials::load),
+        PlanTableScan => post(scan::plan),
+        FetchPlanningResult => get(scan::fetch_result),
+        CancelPlanning => delete(scan::cancel),
+        FetchScanTasks => post(scan::fetch_tasks),
+    }
+}
+
 /// The whole HTTP application.
 pub fn router(state: Arc<AppState>) -> Router {
-    let base = format!("/v1/{PREFIX}");
-    let ns = format!("{base}/namespaces/{{namespace}}");
-    let catalog = Router::new()
-        .route(&format!("{base}/namespaces"), get(namespaces::list).post(namespaces::create))
-        .route(&ns, get(namespaces::load).head(namespaces::exists).delete(namespaces::drop))
-        .route(&format!("{ns}/properties"), post(namespaces::update_properties))
-        .route(&format!("{ns}/tables"), get(tables::list).post(tables::create))
-        .route(
-            &format!("{ns}/tables/{{table}}"),
-            get(tables::load).head(tables::exists).post(tables::commit).delete(tables::drop),
+    // Each endpoint behind the pipeline, which knows from it whether it may change
+    // something (routes on one path are merged by axum).
+    let catalog = Endpoint::ALL.iter().fold(Router::new(), |router, &endpoint| {
+        let guarded = pipeline::Guard { state: state.clone(), endpoint: Some(endpoint) };
+        router.route(
+            &endpoint.route(),
+            handler(endpoint).route_layer(axum::middleware::from_fn_with_state(guarded, pipeline::guarded)),
         )
-        .route(&format!("{ns}/tables/{{table}}/metrics"), post(tables::report_metrics))
-        .route(&format!("{ns}/tables/{{table}}/credentials"), get(credentials::load))
-        .route(&format!("{ns}/tables/{{table}}/plan"), post(scan::plan))
-        .route(&format!("{ns}/tables/{{table}}/plan/{{plan_id}}"), get(scan::fetch_result).delete(scan::cancel))
-        .route(&format!("{ns}/tables/{{table}}/tasks"), post(scan::fetch_tasks))
-        .route(&format!("{ns}/register"), post(tables::register))
-        .route(&format!("{base}/tables/rename"), post(tables::rename))
-        .route(&format!("{base}/transactions/commit"), post(tables::commit_transaction))
-        .route(&format!("{ns}/views"), get(views::list).post(views::create))
-        .route(
-            &format!("{ns}/views/{{view}}"),
-            get(views::load).head(views::exists).post(views::replace).delete(views::drop),
-        )
-        .route(&format!("{ns}/register-view"), post(views::register))
-        .route(&format!("{base}/views/rename"), post(views::rename));
-    // Everything but the token endpoint and the probes needs a caller.
+    });
+    // Everything but the token endpoint and the probes needs a caller; outside the
+    // catalog's endpoints, a request may change something unless its method cannot.
+    let unlisted = pipeline::Guard { state: state.clone(), endpoint: None };
     let authenticated = Router::new()
         .route("/v1/config", get(catalog_config::get_config))
-        .merge(catalog)
         .nest("/management/v1", management::routes())
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::guarded));
+        .route_layer(axum::middleware::from_fn_with_state(unlisted, pipeline::guarded))
+        .merge(catalog);
     let open = Router::new()
         .route("/v1/oauth/tokens", post(oauth::token))
         .route("/health", get(health::health))

@@ -5,15 +5,18 @@
 //!
 //! - open routes (the token endpoint, the probes), and a request no route matched:
 //!   observed;
-//! - every other route: observed, authenticated, then, if it may change something,
-//!   detached from its connection and replayed when its Idempotency-Key was seen.
+//! - every other route: observed, authenticated, then, if it may change something
+//!   (as its [`Endpoint`] says), detached from its connection and replayed when its
+//!   Idempotency-Key was seen.
 
 use axum::extract::Request;
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{detach, endpoints, idempotency, observed, State};
+use std::sync::Arc;
+
+use super::{detach, endpoints, idempotency, observed, AppState, Endpoint, State};
 use crate::auth::Caller;
 
 /// A request no route matched: observed, then answered by `endpoints::fallback`.
@@ -29,8 +32,33 @@ pub async fn open(axum::extract::State(state): State, request: Request, next: Ne
     observed::observe(&state, request, |request| next.run(request)).await
 }
 
+/// What the layer of a route that needs a caller knows: the endpoint it guards, if it
+/// is one of the catalog's (else the route is the config's or the management API's).
+#[derive(Clone)]
+pub struct Guard {
+    pub state: Arc<AppState>,
+    pub endpoint: Option<Endpoint>,
+}
+
+impl Guard {
+    /// Whether a request may change something: as its endpoint says, else unless its
+    /// method cannot.
+    fn mutating(&self, method: &Method) -> bool {
+        match self.endpoint {
+            Some(endpoint) => endpoint.mutating(),
+            None => !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS),
+        }
+    }
+}
+
 /// The layer of the routes that need a caller.
-pub async fn guarded(axum::extract::State(state): State, request: Request, next: Next) -> Response {
+pub async fn guarded(
+    axum::extract::State(guard): axum::extract::State<Guard>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mutating = guard.mutating(request.method());
+    let state = guard.state;
     let app = state.clone();
     // The rest boxed apart from the observing: each part of a request's future is then
     // under the allocator's size for a fast allocation (about a kilobyte, not two).
@@ -41,7 +69,7 @@ pub async fn guarded(axum::extract::State(state): State, request: Request, next:
                 Err(e) => return e.into_response(),
             };
             request.extensions_mut().insert(Caller(principal));
-            if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+            if !mutating {
                 return next.run(request).await;
             }
             detach::run_to_completion(Box::pin(async move {

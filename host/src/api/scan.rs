@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::credentials::{self, Delegation};
 use super::members::{self, Kind};
-use super::{parse_namespace, AppState, Json, State};
+use super::{parse_namespace, AppState, Endpoint, Json, State};
 use crate::auth::Caller;
 use crate::authz::Privilege;
 use crate::error::Error;
@@ -19,8 +19,6 @@ use crate::mounts::Mount;
 use crate::scan::{self, PlanRequest, TASKS_PER_RESPONSE};
 use crate::storage::location::Location;
 use crate::tables;
-
-const PLAN: &str = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan";
 
 /// What a plan id or a plan task carries: the request (its snapshot pinned) and
 /// where in the plan the tasks start.
@@ -52,7 +50,10 @@ async fn open<'s>(
     delegation: Option<String>,
 ) -> Result<Opened<'s>, Error> {
     let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
-    mount.require_endpoint(PLAN, "scan planning (its manifests are not in storage this server manages)")?;
+    mount.require_endpoint(
+        Endpoint::PlanTableScan,
+        Some("its manifests are not in storage this server manages, so it cannot plan scans"),
+    )?;
     let pointer = tables::load(mount, &ident, delegation).await?;
     let metadata = tables::current_metadata(mount, &pointer).await?;
     let location = tables::table_location(mount, &metadata)?;

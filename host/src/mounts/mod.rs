@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 pub use open::{check_name, http_grant, mount_grants, open_mounts, refuse_shadowing};
 
+use crate::api::Endpoint;
 use crate::error::Error;
 use crate::plugins::Backend;
 use crate::storage::warehouse::Warehouse;
@@ -60,12 +61,19 @@ impl Mount {
         self.warehouse.as_ref().filter(|_| self.backend.capabilities().host_readable_manifests)
     }
 
-    /// Refuses, naming the mount, an operation its backend did not declare.
-    pub fn require_endpoint(&self, endpoint: &str, what: &str) -> Result<(), Error> {
-        if self.backend.capabilities().endpoints.iter().any(|e| e == endpoint) {
+    /// Whether this mount's backend declares `endpoint`.
+    pub fn supports(&self, endpoint: Endpoint) -> bool {
+        self.backend.capabilities().endpoints.iter().any(|e| e == endpoint.spec())
+    }
+
+    /// Refuses, naming the mount and `why` (if it is not plain), an endpoint its backend
+    /// did not declare.
+    pub fn require_endpoint(&self, endpoint: Endpoint, why: Option<&str>) -> Result<(), Error> {
+        if self.supports(endpoint) {
             return Ok(());
         }
-        Err(Error::Unsupported(format!("{} does not support {what}", self.label())))
+        let why = why.map(|why| format!(" ({why})")).unwrap_or_default();
+        Err(Error::Unsupported(format!("{} does not support {}{why}", self.label(), endpoint.operation())))
     }
 
     /// A listing this mount's backend could not advance, naming the mount.

@@ -174,11 +174,30 @@ fn snapshots_in_commit_order(json: Vec<u8>) -> Vec<u8> {
     else {
         return json;
     };
+    // The numbers come before the summary in what the spec crate writes: read there,
+    // they cost a short search; parsing each snapshot whole cost a fifth of a commit.
+    let quick = |raw: &str| {
+        let head = raw.split_once("\"summary\"").map_or(raw, |(head, _)| head);
+        let number = |key: &str| -> Option<i64> {
+            let after = &head[head.find(key)? + key.len()..];
+            let end = after.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(after.len());
+            after[..end].parse().ok()
+        };
+        let time = number("\"timestamp-ms\":")?;
+        let id = number("\"snapshot-id\":")?;
+        Some((number("\"sequence-number\":").unwrap_or(0), time, id))
+    };
     let mut items = Vec::new();
     for item in sonic_rs::to_array_iter(raw) {
         let Ok(item) = item else { return json };
-        let Ok(order) = sonic_rs::from_str::<Order>(item.as_raw_str()) else { return json };
-        items.push(((order.sequence, order.time, order.id), item));
+        let key = match quick(item.as_raw_str()) {
+            Some(key) => key,
+            None => match sonic_rs::from_str::<Order>(item.as_raw_str()) {
+                Ok(order) => (order.sequence, order.time, order.id),
+                Err(_) => return json,
+            },
+        };
+        items.push((key, item));
     }
     if items.is_sorted_by_key(|(key, _)| *key) {
         return json;

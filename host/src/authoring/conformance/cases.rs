@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::api::Endpoint;
 use crate::plugins::bindings::{Ident, PageRequest, Pointer, TableCommit};
 use crate::plugins::{Backend, BackendError, BackendErrorKind};
 
@@ -23,7 +24,7 @@ pub enum Needs {
     /// A writable backend.
     Writes,
     /// A writable backend that lists this endpoint.
-    Endpoint(&'static str),
+    Endpoint(Endpoint),
     /// A writable backend with namespaces inside namespaces (`plugin test` finds out).
     Nesting,
 }
@@ -53,11 +54,11 @@ pub const CASES: &[Case] = &[
     Case { name: "paging over 1,000 namespaces", needs: Needs::Writes, run: |f| Box::pin(paging_namespaces(f)) },
 ];
 
-const PROPERTIES: &str = "POST /v1/{prefix}/namespaces/{namespace}/properties";
-const RENAME_TABLE: &str = "POST /v1/{prefix}/tables/rename";
-const CREATE_VIEW: &str = "POST /v1/{prefix}/namespaces/{namespace}/views";
-const RENAME_VIEW: &str = "POST /v1/{prefix}/views/rename";
-const TRANSACTION: &str = "POST /v1/{prefix}/transactions/commit";
+const PROPERTIES: Endpoint = Endpoint::UpdateNamespaceProperties;
+const RENAME_TABLE: Endpoint = Endpoint::RenameTable;
+const CREATE_VIEW: Endpoint = Endpoint::CreateView;
+const RENAME_VIEW: Endpoint = Endpoint::RenameView;
+const TRANSACTION: Endpoint = Endpoint::CommitTransaction;
 
 // --- helpers -----------------------------------------------------------------
 
@@ -196,7 +197,7 @@ async fn unavailable(f: &Fixture) -> Outcome {
 async fn namespaces(f: &Fixture) -> Outcome {
     let b = &f.backend;
     // Properties only for a backend that keeps them (it lists their update).
-    let keeps_properties = b.capabilities().endpoints.iter().any(|e| e == PROPERTIES);
+    let keeps_properties = b.capabilities().endpoints.iter().any(|e| e == PROPERTIES.spec());
     let props = match keeps_properties {
         true => vec![("owner".to_string(), "conformance".to_string())],
         false => vec![],

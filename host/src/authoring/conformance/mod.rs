@@ -110,8 +110,8 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
             Needs::Writes => None,
             Needs::Nesting if !nests => Some("the backend has one level of namespaces".to_string()),
             Needs::Nesting => None,
-            Needs::Endpoint(endpoint) if !capabilities.endpoints.iter().any(|e| e == endpoint) => {
-                Some(format!("the backend does not list {endpoint}"))
+            Needs::Endpoint(endpoint) if !capabilities.endpoints.iter().any(|e| e == endpoint.spec()) => {
+                Some(format!("the backend does not list {}", endpoint.spec()))
             }
             Needs::Endpoint(_) => None,
         };
