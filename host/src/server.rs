@@ -177,7 +177,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let name = config.storage.backend.as_deref().unwrap_or("native");
     let wasm = builtin::component(name).map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
-    let backend = Backend::open(pool).await.context("refusing to start")?.knowing(name);
+    let backend = Backend::open(pool).await.context("refusing to start")?.knowing(builtin::traits(name));
     let read_only = !backend.capabilities().can_write;
     let mut root =
         Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse: Some(warehouse), owner: None, read_only };

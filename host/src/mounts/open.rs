@@ -140,7 +140,7 @@ async fn open_one(
     let grants = mount_grants(name, mount, &config.root_catalog()?).await?;
     let keeps_state = grants.kv.is_some();
     let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
-    let backend = Backend::open(pool).await?.knowing(&mount.backend);
+    let backend = Backend::open(pool).await?.knowing(builtin::traits(&mount.backend));
     // A warehouse where one is configured, or where the mount keeps its own state;
     // a mount of somebody else's catalog without one reads its files elsewhere.
     let location = match &mount.warehouse_location {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
-use super::builtin;
+use super::builtin::Traits;
 use super::change_reads;
 use super::host_state::HostState;
 use super::listings::ScannedPage;
@@ -26,12 +26,8 @@ pub struct Backend {
     timings: Option<CallTimings>,
     /// Answers kept while the key space is unchanged, for a backend that reads it alone.
     pub(super) memo: Option<Memos>,
-    /// Whether a table's create and commit carry its metadata JSON to the backend.
-    table_json: bool,
-    /// Whether an attempt at a change may reuse what the backend read (`change_reads`).
-    reuses_reads: bool,
-    /// Whether a namespace's create may carry a commit of the host's (`riders`).
-    carries_riders: bool,
+    /// What the host knows of how the component behaves (nothing, for a drop-in).
+    traits: Traits,
 }
 
 /// The reads a backend's answers are kept for (see `read_memo`).
@@ -112,23 +108,19 @@ impl Backend {
             unreachable: std::sync::Mutex::new(None),
             timings: None,
             memo: None,
-            table_json: true,
-            reuses_reads: false,
-            carries_riders: false,
+            traits: Traits::NONE,
         })
     }
 
-    /// Applies what the host knows of the built-in backend the mount names (`backend`:
-    /// nothing of a drop-in file). One that answers from its key space alone
-    /// (`builtin::answers_from_keys_alone`) has its loads, listing prefixes and the
-    /// pages scanned under them kept while the space is unchanged, where the store can
-    /// tell (redb); one that records only a table's location
-    /// (`builtin::records_table_location_only`) is sent no metadata JSON on a table's
-    /// create and commit; one that checks what it read (`builtin::checks_what_it_read`)
-    /// reads a key once per attempt at a change; one that creates a namespace in one
-    /// commit (`builtin::creates_a_namespace_in_one_commit`) may carry a host's commit.
-    pub fn knowing(self, backend: &str) -> Self {
-        let space = self.pool.grants().kv.as_ref().filter(|_| builtin::answers_from_keys_alone(backend));
+    /// Applies what the host knows of the component ([`Traits`]; nothing of a drop-in
+    /// file). One that answers from its key space alone has its loads, listing prefixes
+    /// and the pages scanned under them kept while the space is unchanged, where the
+    /// store can tell (redb); one that records only a table's location is sent no
+    /// metadata JSON on a table's create and commit; one that checks what it read reads
+    /// a key once per attempt at a change; one that creates a namespace in one commit
+    /// may carry a host's commit.
+    pub fn knowing(self, traits: Traits) -> Self {
+        let space = self.pool.grants().kv.as_ref().filter(|_| traits.answers_from_keys_alone);
         let memo = space.and_then(|space| {
             Some(Memos {
                 tables: ReadMemo::over(space, LOADS_BUDGET)?,
@@ -136,19 +128,13 @@ impl Backend {
                 pages: ReadMemo::over(space, PAGES_BUDGET)?,
             })
         });
-        Self {
-            memo,
-            table_json: !builtin::records_table_location_only(backend),
-            reuses_reads: builtin::checks_what_it_read(backend),
-            carries_riders: builtin::creates_a_namespace_in_one_commit(backend),
-            ..self
-        }
+        Self { memo, traits, ..self }
     }
 
     /// Runs one attempt at a change (a load and the swap it prepares): a backend that
     /// checks what it read is answered a key it reads again from its first read.
     pub async fn attempt<F: std::future::Future>(&self, attempt: F) -> F::Output {
-        if !self.reuses_reads {
+        if !self.traits.checks_what_it_read {
             return attempt.await;
         }
         change_reads::within_one_attempt(change_reads::space_of(self.pool.grants()), attempt).await
@@ -157,7 +143,8 @@ impl Backend {
     /// Whether a namespace's create here can carry a commit of the host's to `space`:
     /// the backend makes it in one commit, to a key space of the same redb file.
     pub fn carries_riders_to(&self, space: &KvStore) -> bool {
-        self.carries_riders && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
+        self.traits.creates_a_namespace_in_one_commit
+            && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
     }
 
     /// Creates a namespace, its commit carrying `rider`; how the rider fared too.
@@ -172,7 +159,7 @@ impl Backend {
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.
     pub fn wants_table_json(&self) -> bool {
-        self.table_json
+        !self.traits.records_table_location_only
     }
 
     /// Like `open`, and records how long every later call takes.
