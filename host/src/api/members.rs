@@ -8,7 +8,7 @@ use super::listing_bodies::ListTablesResponse;
 use super::model::{ListQuery, RenameTableRequest};
 use super::{parse_namespace, AppState};
 use crate::auth::Caller;
-use crate::authz::{Effect, Privilege, Resource};
+use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, Entry, PageAsk};
@@ -66,9 +66,26 @@ pub async fn resolve<'s>(
         // table (`db.history` as table `db`'s history): only "no such table" lets it go on.
         return Err(kind.missing(&[], &name)());
     }
-    let resource = kind.named(parse_namespace(raw_ns)?, name);
+    let namespace = parse_namespace(raw_ns)?;
+    resolve_with(state, &state.authz.access(caller.0).await?, namespace, name, needed, kind)
+}
+
+/// As [`resolve`], for a namespace already parsed and a caller's access already read
+/// (a transaction resolves each of its tables with one).
+pub fn resolve_with<'s>(
+    state: &'s AppState,
+    access: &Access,
+    namespace: Vec<String>,
+    name: String,
+    needed: Privilege,
+    kind: Kind,
+) -> Result<(&'s Mount, Ident), Error> {
+    if namespace.is_empty() {
+        return Err(kind.missing(&[], &name)());
+    }
+    let resource = kind.named(namespace, name);
     let (ns, name) = (resource.namespace(), resource.name().unwrap_or_default());
-    state.authz.access(caller.0).await?.require(&resource, needed, kind.missing(ns, name))?;
+    access.require(&resource, needed, kind.missing(ns, name))?;
     let (mount, local) = state.mounts.route_container(ns)?;
     if needed >= Privilege::Write {
         mount.check_writable()?;

@@ -272,9 +272,8 @@ pub async fn commit_transaction(
         if !seen.insert((id.namespace.clone(), id.name.clone())) {
             return Err(Error::BadRequest(format!("table {}.{} appears twice", id.namespace.join("."), id.name)));
         }
-        let resource = Resource::table(&id.namespace, &id.name);
-        access.require(&resource, Privilege::Write, Kind::Table.missing(&id.namespace, &id.name))?;
-        let (this, local) = state.mounts.route_container(&id.namespace)?;
+        let (this, ident) =
+            members::resolve_with(&state, &access, id.namespace, id.name, Privilege::Write, Kind::Table)?;
         if let Some(first) = mount.filter(|m| !std::ptr::eq(*m, this)) {
             return Err(Error::Unsupported(format!(
                 "a transaction cannot span {} and {}",
@@ -283,14 +282,9 @@ pub async fn commit_transaction(
             )));
         }
         mount = Some(this);
-        changes.push(TableChange {
-            ident: Ident { namespace: local.to_vec(), name: id.name },
-            requirements: change.requirements,
-            updates: change.updates,
-        });
+        changes.push(TableChange { ident, requirements: change.requirements, updates: change.updates });
     }
     let mount = mount.expect("at least one change");
-    mount.check_writable()?;
     tables::commit_transaction(mount, &changes).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -8,14 +8,12 @@
 use std::sync::Arc;
 
 use iceberg::io::{FileIO, LocalFsStorageFactory, Storage, StorageConfig, StorageFactory};
-use iceberg::spec::TableMetadata;
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
 use super::location::{Location, LocationError, Reach, Scheme};
 use super::location_index::LocationIndex;
 use super::scoped::ScopedStorage;
 use crate::config::S3Config;
-use crate::error::Error;
 
 /// One warehouse root, the storage that reaches it, and the location index.
 #[derive(Clone)]
@@ -121,13 +119,6 @@ impl Warehouse {
             return Err(LocationError::OtherWarehouse(other.to_string()));
         }
         Ok(location)
-    }
-
-    /// Reads and parses a table metadata file; a missing or invalid file is a bad request.
-    pub async fn read_table_metadata(&self, io: &FileIO, location: &str) -> Result<TableMetadata, Error> {
-        TableMetadata::read_from(io, location)
-            .await
-            .map_err(|e| Error::BadRequest(format!("cannot read table metadata at {location}: {e}")))
     }
 
     /// Deletes one file the server wrote for a change that did not apply; failures are

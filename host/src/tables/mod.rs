@@ -536,7 +536,10 @@ pub async fn register(
     let chain = locations::chain(mount, &ident.namespace).await?;
     let file = locations::registered_file(warehouse, &chain, metadata_location)?;
     let metadata_location = file.to_string();
-    let metadata = warehouse.read_table_metadata(&warehouse.scoped_io(chain.own()), &metadata_location).await?;
+    // A file the client names that is missing or invalid is its mistake: a bad request.
+    let metadata = TableMetadata::read_from(&warehouse.scoped_io(chain.own()), &metadata_location)
+        .await
+        .map_err(|e| Error::BadRequest(format!("cannot read table metadata at {metadata_location}: {e}")))?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = Bytes::from(metadata_json(&metadata, 0)?);
     held::keep_built(mount, &metadata_location, metadata_json.clone(), metadata);
