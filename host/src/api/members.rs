@@ -59,14 +59,8 @@ pub async fn resolve<'s>(
     needed: Privilege,
     kind: Kind,
 ) -> Result<(&'s Mount, Ident), Error> {
-    // The resource is made of the parsed names, and gives them back after the check:
-    // copying them for it was a tenth of a loadTable's allocations.
-    if raw_ns.is_empty() {
-        // The empty namespace holds nothing. Spark asks it when a name could be a metadata
-        // table (`db.history` as table `db`'s history): only "no such table" lets it go on.
-        return Err(kind.missing(&[], &name)());
-    }
-    let namespace = parse_namespace(raw_ns)?;
+    // An empty segment is the empty namespace (it has no level to parse).
+    let namespace = if raw_ns.is_empty() { Vec::new() } else { parse_namespace(raw_ns)? };
     resolve_with(state, &state.authz.access(caller.0).await?, namespace, name, needed, kind)
 }
 
@@ -81,8 +75,12 @@ pub fn resolve_with<'s>(
     kind: Kind,
 ) -> Result<(&'s Mount, Ident), Error> {
     if namespace.is_empty() {
+        // The empty namespace holds nothing. Spark asks it when a name could be a metadata
+        // table (`db.history` as table `db`'s history): only "no such table" lets it go on.
         return Err(kind.missing(&[], &name)());
     }
+    // The resource is made of the parsed names, and gives them back after the check:
+    // copying them for it was a tenth of a loadTable's allocations.
     let resource = kind.named(namespace, name);
     let (ns, name) = (resource.namespace(), resource.name().unwrap_or_default());
     access.require(&resource, needed, kind.missing(ns, name))?;
