@@ -101,7 +101,7 @@ async fn the_conformance_suite_against_moto_fails_only_where_moto_ignores_versio
     let moto = Moto::start("lake").await;
     let report = support::conformance_report("glue", &config_text(&moto.url, &moto.url), "lake", KEYS);
     for case in [
-        "capabilities",
+        "description",
         "not found versus unavailable",
         "namespaces",
         "namespace properties",

@@ -122,10 +122,7 @@ impl MountConfig {
     pub fn grants(&self) -> Vec<MountGrant> {
         match &self.grants {
             Some(grants) => grants.clone(),
-            None => crate::plugins::builtin::default_grants(&self.backend)
-                .iter()
-                .map(|g| if *g == "http" { MountGrant::Http } else { MountGrant::Kv })
-                .collect(),
+            None => crate::plugins::builtin::default_grants(&self.backend).to_vec(),
         }
     }
 

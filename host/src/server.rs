@@ -16,6 +16,7 @@ use crate::config::CatalogUrl;
 use crate::config::Config;
 use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
+use crate::plugins::bindings::Features;
 use crate::plugins::{builtin, Backend, Grants, Runtime};
 use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
 use crate::storage::location_index::LocationIndex;
@@ -177,8 +178,8 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let name = config.storage.backend.as_deref().unwrap_or("native");
     let wasm = builtin::component(name).map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
-    let backend = Backend::open(pool).await.context("refusing to start")?.knowing(builtin::traits(name));
-    let read_only = !backend.capabilities().can_write;
+    let backend = Backend::open(pool).await.context("refusing to start")?;
+    let read_only = !backend.does(Features::WRITES);
     let mut root =
         Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse: Some(warehouse), owner: None, read_only };
 

@@ -3,15 +3,6 @@
 // component stays one small crate.
 macro_rules! unsupported_backend_rest {
     () => {
-        fn capabilities() -> Result<CapabilitySet, Error> {
-            Ok(CapabilitySet {
-                endpoints: vec!["GET /v1/{prefix}/namespaces".into()],
-                // The writes a test component does not override answer unsupported.
-                can_write: true,
-                host_readable_manifests: false,
-                remember: vec![],
-            })
-        }
         fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
             Ok(NamespacePage { items: vec![], done: true })
         }

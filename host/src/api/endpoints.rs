@@ -1,5 +1,6 @@
 //! Every endpoint of the Iceberg REST API the host serves, named once: its method and
-//! path as the spec writes them, its operation's name, and whether it changes a catalog.
+//! path as the spec writes them, its operation's name, whether it changes a catalog,
+//! and what a backend must declare for a mount of it to serve the endpoint.
 //! The router (`api::router`, which gives each its handler), the list `/v1/config`
 //! advertises, what the pipeline detaches and makes idempotent, and the route template
 //! metrics and audit records carry all come from this one list.
@@ -7,6 +8,7 @@
 use axum::http::{Method, Uri};
 
 use crate::error::Error;
+use crate::plugins::bindings::Features;
 
 /// Whether an endpoint changes a catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +23,7 @@ enum Effect {
 
 /// Declares [`Endpoint`] with everything each variant knows.
 macro_rules! endpoints {
-    ($( $(#[doc = $doc:literal])* $name:ident = $method:ident $path:literal, $operation:literal, $effect:ident; )*) => {
+    ($( $(#[doc = $doc:literal])* $name:ident = $method:ident $path:literal, $operation:literal, $effect:ident, [$($needs:ident),*]; )*) => {
         /// An endpoint the host serves.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Endpoint {
@@ -65,43 +67,60 @@ macro_rules! endpoints {
                     $(Endpoint::$name => matches!(Effect::$effect, Effect::Writes),)*
                 }
             }
+
+            /// The features a backend must declare for a mount of it to serve it (beyond
+            /// `writes`, which every mutating endpoint needs).
+            fn needs(self) -> Features {
+                match self {
+                    $(Endpoint::$name => Features::empty() $(| Features::$needs)*,)*
+                }
+            }
         }
     };
 }
 
 endpoints! {
-    ListNamespaces = GET "/namespaces", "listNamespaces", Reads;
-    CreateNamespace = POST "/namespaces", "createNamespace", Writes;
-    LoadNamespace = GET "/namespaces/{namespace}", "loadNamespaceMetadata", Reads;
-    NamespaceExists = HEAD "/namespaces/{namespace}", "namespaceExists", Reads;
-    DropNamespace = DELETE "/namespaces/{namespace}", "dropNamespace", Writes;
-    UpdateNamespaceProperties = POST "/namespaces/{namespace}/properties", "updateProperties", Writes;
-    ListTables = GET "/namespaces/{namespace}/tables", "listTables", Reads;
-    CreateTable = POST "/namespaces/{namespace}/tables", "createTable", Writes;
-    LoadTable = GET "/namespaces/{namespace}/tables/{table}", "loadTable", Reads;
-    TableExists = HEAD "/namespaces/{namespace}/tables/{table}", "tableExists", Reads;
-    UpdateTable = POST "/namespaces/{namespace}/tables/{table}", "updateTable", Writes;
-    DropTable = DELETE "/namespaces/{namespace}/tables/{table}", "dropTable", Writes;
-    RegisterTable = POST "/namespaces/{namespace}/register", "registerTable", Writes;
-    ReportMetrics = POST "/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics", Reads;
-    RenameTable = POST "/tables/rename", "renameTable", Writes;
-    CommitTransaction = POST "/transactions/commit", "commitTransaction", Writes;
-    ListViews = GET "/namespaces/{namespace}/views", "listViews", Reads;
-    CreateView = POST "/namespaces/{namespace}/views", "createView", Writes;
-    LoadView = GET "/namespaces/{namespace}/views/{view}", "loadView", Reads;
-    ViewExists = HEAD "/namespaces/{namespace}/views/{view}", "viewExists", Reads;
-    ReplaceView = POST "/namespaces/{namespace}/views/{view}", "replaceView", Writes;
-    DropView = DELETE "/namespaces/{namespace}/views/{view}", "dropView", Writes;
-    RenameView = POST "/views/rename", "renameView", Writes;
-    RegisterView = POST "/namespaces/{namespace}/register-view", "registerView", Writes;
-    LoadCredentials = GET "/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials", Reads;
-    PlanTableScan = POST "/namespaces/{namespace}/tables/{table}/plan", "planTableScan", Reads;
-    FetchPlanningResult = GET "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "fetchPlanningResult", Reads;
-    CancelPlanning = DELETE "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "cancelPlanning", Reads;
-    FetchScanTasks = POST "/namespaces/{namespace}/tables/{table}/tasks", "fetchScanTasks", Reads;
+    ListNamespaces = GET "/namespaces", "listNamespaces", Reads, [];
+    CreateNamespace = POST "/namespaces", "createNamespace", Writes, [];
+    LoadNamespace = GET "/namespaces/{namespace}", "loadNamespaceMetadata", Reads, [];
+    NamespaceExists = HEAD "/namespaces/{namespace}", "namespaceExists", Reads, [];
+    DropNamespace = DELETE "/namespaces/{namespace}", "dropNamespace", Writes, [];
+    UpdateNamespaceProperties = POST "/namespaces/{namespace}/properties", "updateProperties", Writes, [NAMESPACE_PROPERTIES];
+    ListTables = GET "/namespaces/{namespace}/tables", "listTables", Reads, [];
+    CreateTable = POST "/namespaces/{namespace}/tables", "createTable", Writes, [];
+    LoadTable = GET "/namespaces/{namespace}/tables/{table}", "loadTable", Reads, [];
+    TableExists = HEAD "/namespaces/{namespace}/tables/{table}", "tableExists", Reads, [];
+    UpdateTable = POST "/namespaces/{namespace}/tables/{table}", "updateTable", Writes, [];
+    DropTable = DELETE "/namespaces/{namespace}/tables/{table}", "dropTable", Writes, [];
+    RegisterTable = POST "/namespaces/{namespace}/register", "registerTable", Writes, [];
+    ReportMetrics = POST "/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics", Reads, [];
+    RenameTable = POST "/tables/rename", "renameTable", Writes, [RENAME];
+    CommitTransaction = POST "/transactions/commit", "commitTransaction", Writes, [MULTI_TABLE_COMMIT];
+    ListViews = GET "/namespaces/{namespace}/views", "listViews", Reads, [VIEWS];
+    CreateView = POST "/namespaces/{namespace}/views", "createView", Writes, [VIEWS];
+    LoadView = GET "/namespaces/{namespace}/views/{view}", "loadView", Reads, [VIEWS];
+    ViewExists = HEAD "/namespaces/{namespace}/views/{view}", "viewExists", Reads, [VIEWS];
+    ReplaceView = POST "/namespaces/{namespace}/views/{view}", "replaceView", Writes, [VIEWS];
+    DropView = DELETE "/namespaces/{namespace}/views/{view}", "dropView", Writes, [VIEWS];
+    RenameView = POST "/views/rename", "renameView", Writes, [VIEWS, RENAME];
+    RegisterView = POST "/namespaces/{namespace}/register-view", "registerView", Writes, [VIEWS];
+    LoadCredentials = GET "/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials", Reads, [HOST_READABLE_MANIFESTS];
+    PlanTableScan = POST "/namespaces/{namespace}/tables/{table}/plan", "planTableScan", Reads, [HOST_READABLE_MANIFESTS];
+    FetchPlanningResult = GET "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "fetchPlanningResult", Reads, [HOST_READABLE_MANIFESTS];
+    CancelPlanning = DELETE "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "cancelPlanning", Reads, [HOST_READABLE_MANIFESTS];
+    FetchScanTasks = POST "/namespaces/{namespace}/tables/{table}/tasks", "fetchScanTasks", Reads, [HOST_READABLE_MANIFESTS];
 }
 
 impl Endpoint {
+    /// Whether a mount whose backend declares `features` serves it; `places_tables`: the
+    /// backend's store assigns table locations (it exports `placement`), so it cannot
+    /// register a table at a location of the caller's.
+    pub fn served_with(self, features: Features, places_tables: bool) -> bool {
+        features.contains(self.needs())
+            && (!self.mutating() || features.contains(Features::WRITES))
+            && !(places_tables && self == Endpoint::RegisterTable)
+    }
+
     /// Its route in this server's router: under the prefix the server advertises, with
     /// each path parameter a name axum takes (`{plan-id}` as `{plan_id}`).
     pub fn route(self) -> String {

@@ -38,9 +38,16 @@ pub async fn check(
     writeln!(out, "component  {component} ({} bytes, sha256 {digest})", wasm.len())?;
     let built = contract::export_verdict(exports.iter().map(String::as_str));
     match &built {
-        Ok(version) => {
+        Ok(version) if version.series() == HOST_VERSION.series() => {
             writeln!(out, "contract   rustberg:catalog@{version} (this host: {}; compatible)", *HOST_VERSION)?
         }
+        Ok(version) => writeln!(
+            out,
+            "contract   rustberg:catalog@{version} (this host: {}; loaded through its earlier series' bindings: \
+             it lists endpoint strings where the current series declares features; docs/plugins.md, \
+             \"Migrating from 0.1\")",
+            *HOST_VERSION
+        )?,
         Err(why) => writeln!(out, "contract   {why}")?,
     }
     let imports_interface = |i: &str| imports.iter().any(|n| n.starts_with(&format!("rustberg:catalog/{i}@")));

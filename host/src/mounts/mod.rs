@@ -14,6 +14,7 @@ pub use open::{check_name, http_grant, mount_grants, open_mounts, refuse_shadowi
 
 use crate::api::Endpoint;
 use crate::error::Error;
+use crate::plugins::bindings::Features;
 use crate::plugins::Backend;
 use crate::storage::warehouse::Warehouse;
 
@@ -58,12 +59,12 @@ impl Mount {
     /// the mount's warehouse, if its backend lets the host read its manifests
     /// (`host-readable-manifests`). A mount without one vends and plans nothing.
     pub fn served_files(&self) -> Option<&Warehouse> {
-        self.warehouse.as_ref().filter(|_| self.backend.capabilities().host_readable_manifests)
+        self.warehouse.as_ref().filter(|_| self.backend.does(Features::HOST_READABLE_MANIFESTS))
     }
 
-    /// Whether this mount's backend declares `endpoint`.
+    /// Whether what this mount's backend declares serves `endpoint`.
     pub fn supports(&self, endpoint: Endpoint) -> bool {
-        self.backend.capabilities().endpoints.iter().any(|e| e == endpoint.spec())
+        endpoint.served_with(self.backend.features(), self.backend.places_tables())
     }
 
     /// Refuses, naming the mount and `why` (if it is not plain), an endpoint its backend

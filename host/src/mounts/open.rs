@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context};
 
 use super::Mount;
 use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig, MountGrant};
+use crate::plugins::bindings::Features;
 use crate::plugins::{builtin, http, Backend, BackendErrorKind, Grants, HostCredential, HttpGrant, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::location_index::LocationIndex;
@@ -140,7 +141,7 @@ async fn open_one(
     let grants = mount_grants(name, mount, &config.root_catalog()?).await?;
     let keeps_state = grants.kv.is_some();
     let pool = runtime.load(wasm, grants, config.plugin_limits(name)).await?;
-    let backend = Backend::open(pool).await?.knowing(builtin::traits(&mount.backend));
+    let backend = Backend::open(pool).await?;
     // A warehouse where one is configured, or where the mount keeps its own state;
     // a mount of somebody else's catalog without one reads its files elsewhere.
     let location = match &mount.warehouse_location {
@@ -168,7 +169,7 @@ async fn open_one(
         );
     }
     // The backend says whether it can write; configuration can only take that away.
-    let read_only = mount.read_only || !backend.capabilities().can_write;
+    let read_only = mount.read_only || !backend.does(Features::WRITES);
     Ok(Mount {
         name: Some(name.to_string()),
         space: format!("mount:{name}"),

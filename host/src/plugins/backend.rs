@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use super::bindings::{CapabilitySet, Ident, Pointer, PropertiesUpdate, TableCommit, WitError};
-use super::builtin::Traits;
+use super::bindings::{
+    in_series, v0_1, Description, Features, Ident, Pointer, PropertiesUpdate, Series, TableCommit, WitError,
+};
 use super::change_reads;
 use super::host_state::HostState;
 use super::listings::ScannedPage;
@@ -18,7 +19,8 @@ use crate::storage::kv::KvStore;
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
 pub struct Backend {
     pool: InstancePool,
-    capabilities: CapabilitySet,
+    /// What the component said of itself.
+    description: Description,
     /// The last failure that said the backend's store or remote is unreachable, until a
     /// call succeeds again (for `/health`).
     unreachable: std::sync::Mutex<Option<String>>,
@@ -26,8 +28,6 @@ pub struct Backend {
     timings: Option<CallTimings>,
     /// Answers kept while the key space is unchanged, for a backend that reads it alone.
     pub(super) memo: Option<Memos>,
-    /// What the host knows of how the component behaves (nothing, for a drop-in).
-    traits: Traits,
 }
 
 /// The reads a backend's answers are kept for (see `read_memo`).
@@ -83,7 +83,9 @@ macro_rules! exports {
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
                 self.invoke(stringify!($name), move |store, exports| {
-                    Box::pin(async move { exports.backend.rustberg_catalog_backend().$call(store, $( $borrow ),*).await })
+                    Box::pin(async move {
+                        in_series!(&exports.backend, |world| world.rustberg_catalog_backend().$call(store, $( $borrow ),*).await)
+                    })
                 })
                 .await
             }
@@ -92,35 +94,32 @@ macro_rules! exports {
 }
 
 impl Backend {
-    /// Wraps a pool, asking the component once for its capabilities and keeping what
-    /// it asks to remember in the mount's configuration.
+    /// Wraps a pool, asking the component once what it does ([`Features`]) and keeping
+    /// what it asks to remember in the mount's configuration.
+    ///
+    /// What it declares beyond endpoints, the host takes at its word: one that answers
+    /// from its key space alone has its loads, listing prefixes and the pages scanned
+    /// under them kept while the space is unchanged, where the store can tell (redb);
+    /// one that records only a table's location is sent no metadata JSON on a table's
+    /// create and commit; one that checks what it read reads a key once per attempt at
+    /// a change; one that creates a namespace in one commit may carry a host's commit.
+    /// A false declaration harms only its own mount.
     pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
-        let capabilities = pool
+        let description = pool
             .call(|store, exports| {
-                Box::pin(async move { exports.backend.rustberg_catalog_backend().call_capabilities(store).await })
+                Box::pin(async move {
+                    Ok(match &exports.backend {
+                        Series::V0_1(world) => {
+                            world.rustberg_catalog_backend().call_capabilities(store).await?.map(v0_1::describe)
+                        }
+                        Series::V0_2(world) => world.rustberg_catalog_backend().call_describe(store).await?,
+                    })
+                })
             })
             .await?;
-        let capabilities = capabilities.map_err(|e| from_wit(pool.label(), e))?;
-        pool.grants().config.write().expect("mount config").extend(capabilities.remember.iter().cloned());
-        Ok(Self {
-            pool,
-            capabilities,
-            unreachable: std::sync::Mutex::new(None),
-            timings: None,
-            memo: None,
-            traits: Traits::NONE,
-        })
-    }
-
-    /// Applies what the host knows of the component ([`Traits`]; nothing of a drop-in
-    /// file). One that answers from its key space alone has its loads, listing prefixes
-    /// and the pages scanned under them kept while the space is unchanged, where the
-    /// store can tell (redb); one that records only a table's location is sent no
-    /// metadata JSON on a table's create and commit; one that checks what it read reads
-    /// a key once per attempt at a change; one that creates a namespace in one commit
-    /// may carry a host's commit.
-    pub fn knowing(self, traits: Traits) -> Self {
-        let space = self.pool.grants().kv.as_ref().filter(|_| traits.answers_from_keys_alone);
+        let description = description.map_err(|e| from_wit(pool.label(), e))?;
+        pool.grants().config.write().expect("mount config").extend(description.remember.iter().cloned());
+        let space = pool.grants().kv.as_ref().filter(|_| description.features.contains(Features::ANSWERS_FROM_KEYS));
         let memo = space.and_then(|space| {
             Some(Memos {
                 tables: ReadMemo::over(space, LOADS_BUDGET)?,
@@ -128,13 +127,23 @@ impl Backend {
                 pages: ReadMemo::over(space, PAGES_BUDGET)?,
             })
         });
-        Self { memo, traits, ..self }
+        Ok(Self { pool, description, unreachable: std::sync::Mutex::new(None), timings: None, memo })
+    }
+
+    /// Whether its mount grants it a key space.
+    pub fn has_key_space(&self) -> bool {
+        self.pool.grants().kv.is_some()
+    }
+
+    /// Whether the backend declared `feature`.
+    pub fn does(&self, feature: Features) -> bool {
+        self.description.features.contains(feature)
     }
 
     /// Runs one attempt at a change (a load and the swap it prepares): a backend that
     /// checks what it read is answered a key it reads again from its first read.
     pub async fn attempt<F: std::future::Future>(&self, attempt: F) -> F::Output {
-        if !self.traits.checks_what_it_read {
+        if !self.does(Features::CHECKS_WHAT_IT_READ) {
             return attempt.await;
         }
         change_reads::within_one_attempt(change_reads::space_of(self.pool.grants()), attempt).await
@@ -143,7 +152,7 @@ impl Backend {
     /// Whether a namespace's create here can carry a commit of the host's to `space`:
     /// the backend makes it in one commit, to a key space of the same redb file.
     pub fn carries_riders_to(&self, space: &KvStore) -> bool {
-        self.traits.creates_a_namespace_in_one_commit
+        self.does(Features::ONE_COMMIT_NAMESPACE_CREATE)
             && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
     }
 
@@ -159,7 +168,7 @@ impl Backend {
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.
     pub fn wants_table_json(&self) -> bool {
-        !self.traits.records_table_location_only
+        !self.does(Features::TABLE_LOCATION_ONLY)
     }
 
     /// Like `open`, and records how long every later call takes.
@@ -229,7 +238,9 @@ impl Backend {
     async fn call_load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
         self.invoke("load_table", move |store, exports| {
             Box::pin(async move {
-                exports.backend.rustberg_catalog_backend().call_load_table(store, &table, delegation.as_deref()).await
+                in_series!(&exports.backend, |world| {
+                    world.rustberg_catalog_backend().call_load_table(store, &table, delegation.as_deref()).await
+                })
             })
         })
         .await
@@ -240,7 +251,7 @@ impl Backend {
         self.invoke("reserve_table", move |store, exports| {
             Box::pin(async move {
                 match &exports.placement {
-                    Some(placement) => placement.call_reserve_table(store, &table).await,
+                    Some(placement) => in_series!(placement, |p| p.call_reserve_table(store, &table).await),
                     None => Ok(Err(WitError::Unsupported("the backend assigns no table locations".into()))),
                 }
             })
@@ -253,7 +264,7 @@ impl Backend {
         self.invoke("release_table", move |store, exports| {
             Box::pin(async move {
                 match &exports.placement {
-                    Some(placement) => placement.call_release_table(store, &table).await,
+                    Some(placement) => in_series!(placement, |p| p.call_release_table(store, &table).await),
                     None => Ok(Ok(())),
                 }
             })
@@ -283,9 +294,9 @@ impl Backend {
         self.pool.label()
     }
 
-    /// What the backend said it supports.
-    pub fn capabilities(&self) -> &CapabilitySet {
-        &self.capabilities
+    /// What the backend said it does.
+    pub fn features(&self) -> Features {
+        self.description.features
     }
 
     exports! {

@@ -3,7 +3,7 @@
 //! A table commit loads the table's pointer (the backend reads its key), then asks the
 //! backend to swap it (the backend reads the same key again, for the version its
 //! compare-and-swap checks). On Postgres each read is a round trip. A backend whose
-//! every write is checked against what it read (`builtin::Traits::checks_what_it_read`) may be
+//! every write is checked against what it read (it declares `checks-what-it-read`) may be
 //! given the first read again: if the key changed in between, its swap fails the
 //! version check and the host retries the change in a new attempt, as it would had
 //! the second read seen the change. Any commit through the key space ends the reuse,

@@ -8,8 +8,10 @@ use std::sync::LazyLock;
 
 use crate::config::MountGrant;
 
-/// The WIT package this host implements, as built into it.
+/// The WIT package this host implements, as built into it, and the earlier series it
+/// still loads (frozen).
 const WIT: &str = include_str!("../../../wit/catalog.wit");
+const WIT_0_1: &str = include_str!("../../../wit/0.1/catalog.wit");
 const PACKAGE: &str = "rustberg:catalog";
 
 /// A `major.minor.patch` version of the contract.
@@ -25,7 +27,7 @@ impl Version {
 
     /// What semver (and wasmtime's linker) treats as one compatible series: the major,
     /// or `0.minor` while the major is 0.
-    fn series(self) -> (u64, u64) {
+    pub fn series(self) -> (u64, u64) {
         if self.0 == 0 {
             (0, self.1)
         } else {
@@ -47,13 +49,24 @@ impl fmt::Display for Version {
     }
 }
 
-/// The version of the contract this host implements (the `package` line of the WIT).
-pub static HOST_VERSION: LazyLock<Version> = LazyLock::new(|| {
-    WIT.lines()
+/// The version a WIT file's `package` line declares.
+fn declared(wit: &str) -> Version {
+    wit.lines()
         .find_map(|line| line.trim().strip_prefix(&format!("package {PACKAGE}@"))?.strip_suffix(';'))
         .and_then(Version::parse)
-        .expect("wit/catalog.wit declares `package rustberg:catalog@x.y.z;`")
-});
+        .expect("the WIT declares `package rustberg:catalog@x.y.z;`")
+}
+
+/// The version of the contract this host implements (the `package` line of the WIT).
+pub static HOST_VERSION: LazyLock<Version> = LazyLock::new(|| declared(WIT));
+
+/// The newest version of every series this host loads, the current one first: a
+/// component of an earlier series is served through that series' bindings.
+pub static SERIES: LazyLock<[Version; 2]> = LazyLock::new(|| [*HOST_VERSION, declared(WIT_0_1)]);
+
+fn loaded_series() -> String {
+    SERIES.iter().map(|v| v.series_name()).collect::<Vec<_>>().join(" and ")
+}
 
 /// What a mount grants its component.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -109,16 +122,17 @@ fn split(name: &str) -> (&str, Option<&str>) {
 
 /// Whether a component built against `version` of the contract loads here.
 fn check_version(name: &str, version: Option<&str>) -> Result<(), String> {
-    let host = *HOST_VERSION;
     let Some(built) = version.and_then(Version::parse) else {
+        let host = *HOST_VERSION;
         return Err(format!("`{name}` has no x.y.z version of {PACKAGE}; build against wit/ of this host ({host})"));
     };
-    if built.series() != host.series() {
+    let Some(&host) = SERIES.iter().find(|v| v.series() == built.series()) else {
         return Err(format!(
-            "`{name}` was built against {PACKAGE}@{built}; this host ({host}) loads components of {}",
-            host.series_name()
+            "`{name}` was built against {PACKAGE}@{built}; this host ({}) loads components of {}",
+            *HOST_VERSION,
+            loaded_series()
         ));
-    }
+    };
     if built > host {
         return Err(format!(
             "`{name}` was built against {PACKAGE}@{built}, newer than this host's {host}: upgrade Rustberg, \
@@ -145,7 +159,10 @@ pub fn import_verdict(name: &str, granted: Granted) -> Result<&'static str, Stri
                  add \"{own}\" to the mount's grants if it should",
                 granted.describe()
             )),
-            _ => Err(format!("the component imports `{name}`, which {PACKAGE}@{} does not define", *HOST_VERSION)),
+            _ => Err(format!(
+                "the component imports `{name}`, which {PACKAGE}@{} does not define",
+                version.unwrap_or("?")
+            )),
         };
     }
     match WASI.iter().find(|(prefix, _)| interface.starts_with(prefix)) {
@@ -171,16 +188,17 @@ pub fn export_verdict<'a>(mut exports: impl Iterator<Item = &'a str>) -> Result<
     }
 }
 
-/// The first problem with a component's imports and exports, if any.
+/// The first problem with a component's imports and exports, if any; else the version
+/// of the contract it was built against.
 pub fn check<'a>(
     imports: impl Iterator<Item = &'a str>,
     exports: impl Iterator<Item = &'a str>,
     granted: Granted,
-) -> Result<(), String> {
+) -> Result<Version, String> {
     for name in imports {
         import_verdict(name, granted)?;
     }
-    export_verdict(exports).map(|_| ())
+    export_verdict(exports)
 }
 
 #[cfg(test)]
@@ -202,7 +220,12 @@ mod tests {
         let newer = format!("{PACKAGE}/kv@{}.{}.{}", host.0, host.1, host.2 + 1);
         assert!(import_verdict(&newer, KV).unwrap_err().contains("newer than this host"));
         let next_series = format!("{PACKAGE}/kv@{}.{}.0", host.0, host.1 + 1);
-        assert!(import_verdict(&next_series, KV).unwrap_err().contains("loads components of"));
+        assert!(import_verdict(&next_series, KV).unwrap_err().contains("loads components of 0.2.x and 0.1.x"));
+        // The series before loads, up to its last version.
+        assert!(import_verdict(&format!("{PACKAGE}/kv@0.1.0"), KV).is_ok());
+        assert!(import_verdict(&format!("{PACKAGE}/kv@0.1.3"), KV).is_ok());
+        assert!(import_verdict(&format!("{PACKAGE}/kv@0.1.4"), KV).unwrap_err().contains("newer than this host"));
+        assert!(import_verdict(&format!("{PACKAGE}/kv@0.0.9"), KV).unwrap_err().contains("loads components of"));
         assert!(import_verdict(&format!("{PACKAGE}/kv"), KV).unwrap_err().contains("no x.y.z version"));
     }
 

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use super::backend::{Backend, ENTRY_WEIGHT};
-use super::bindings::optional::KeyListings;
+use super::bindings::{in_series, KeyListings};
 use super::bindings::{NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, WitError};
 use super::host_state::MAX_SCAN_ROWS;
 use super::pool::Exports;
@@ -162,7 +162,9 @@ impl Backend {
     ) -> Result<NamespacePage, BackendError> {
         self.invoke("list_namespaces", move |store, exports| {
             Box::pin(async move {
-                exports.backend.rustberg_catalog_backend().call_list_namespaces(store, parent.as_ref(), &page).await
+                in_series!(&exports.backend, |world| {
+                    world.rustberg_catalog_backend().call_list_namespaces(store, parent.as_ref(), &page).await
+                })
             })
         })
         .await
@@ -177,11 +179,13 @@ impl Backend {
         let views = matches!(listing, Listing::Views(_));
         self.invoke(listing.export_name(), move |store, exports| {
             Box::pin(async move {
-                let backend = exports.backend.rustberg_catalog_backend();
-                match views {
-                    false => backend.call_list_tables(store, &ns, &page).await,
-                    true => backend.call_list_views(store, &ns, &page).await,
-                }
+                in_series!(&exports.backend, |world| {
+                    let backend = world.rustberg_catalog_backend();
+                    match views {
+                        false => backend.call_list_tables(store, &ns, &page).await,
+                        true => backend.call_list_views(store, &ns, &page).await,
+                    }
+                })
             })
         })
         .await
@@ -215,11 +219,11 @@ impl Backend {
                     Ok(listings) => listings,
                     Err(e) => return Ok(Err(e)),
                 };
-                match &asked {
+                in_series!(listings, |listings| match &asked {
                     Listing::Namespaces(parent) => listings.call_namespaces(store, parent.as_ref()).await,
                     Listing::Tables(ns) => listings.call_tables(store, ns).await,
                     Listing::Views(ns) => listings.call_views(store, ns).await,
-                }
+                })
             })
         })
         .await

@@ -13,8 +13,10 @@ use std::time::Instant;
 
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
-use super::bindings::optional::{KeyListings, KeyListingsIndices, Placement, PlacementIndices};
-use super::bindings::{CatalogHost, CatalogHostIndices, CatalogHostPre};
+use super::bindings::{
+    map_series, v0_1, Backend, BackendIndices, BackendPre, KeyListings, KeyListingsIndices, Placement,
+    PlacementIndices, Series,
+};
 use super::guest_output::own_words;
 use super::host_state::{Grants, HostState, MeteredLimits};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
@@ -28,9 +30,10 @@ struct Instance {
     calls: u64,
 }
 
-/// What an instance exports: `backend`, and the optional interfaces it has.
+/// What an instance exports: `backend`, and the optional interfaces it has, in the
+/// series of the contract it was built against.
 pub struct Exports {
-    pub backend: CatalogHost,
+    pub backend: Backend,
     pub placement: Option<Placement>,
     pub key_listings: Option<KeyListings>,
 }
@@ -40,8 +43,8 @@ pub type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + 
 
 /// Warm instances of one mount's component.
 pub struct InstancePool {
-    pre: CatalogHostPre<HostState>,
-    backend: CatalogHostIndices,
+    pre: BackendPre<HostState>,
+    backend: BackendIndices,
     /// Where the component exports `placement`, found once.
     placement: Option<PlacementIndices>,
     /// Where the component exports `key-listings`, found once.
@@ -57,17 +60,22 @@ pub struct InstancePool {
 }
 
 impl InstancePool {
-    pub(super) fn new(
-        pre: CatalogHostPre<HostState>,
-        grants: Arc<Grants>,
-        limits: PluginLimits,
-    ) -> wasmtime::Result<Self> {
+    pub(super) fn new(pre: BackendPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> wasmtime::Result<Self> {
         let running = tokio::sync::Semaphore::new(limits.pool_size);
-        let backend = CatalogHostIndices::new(pre.instance_pre())?;
-        // Absent from components built before 0.1.2, and from most after.
-        let placement = PlacementIndices::new(pre.instance_pre()).ok();
-        // Absent from components built before 0.1.3, and from every one without keys.
-        let key_listings = KeyListingsIndices::new(pre.instance_pre()).ok();
+        let (backend, placement, key_listings) = match &pre {
+            Series::V0_1(pre) => (
+                Series::V0_1(v0_1::CatalogHostIndices::new(pre.instance_pre())?),
+                // Absent from components built before 0.1.2, and from most after.
+                v0_1::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
+                // Absent from components built before 0.1.3, and from every one without keys.
+                v0_1::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
+            ),
+            Series::V0_2(pre) => (
+                Series::V0_2(super::bindings::CatalogHostIndices::new(pre.instance_pre())?),
+                super::bindings::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
+                super::bindings::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
+            ),
+        };
         let idle = Mutex::new(Vec::new());
         let peak_memory = Default::default();
         Ok(Self { pre, backend, placement, key_listings, grants, limits, idle, running, peak_memory })
@@ -107,7 +115,8 @@ impl InstancePool {
             .trap_on_grow_failure(true)
             .build();
         let limits = MeteredLimits::new(limits, self.peak_memory.clone());
-        let mut store = Store::new(self.pre.engine(), HostState::new(self.grants.clone(), limits));
+        let engine = super::bindings::in_series!(&self.pre, |pre| pre.engine());
+        let mut store = Store::new(engine, HostState::new(self.grants.clone(), limits));
         store.limiter(|s| &mut s.limits);
         // Yield to tokio on every tick so a long call never starves other requests,
         // and interrupt once the call's budget is spent.
@@ -121,10 +130,19 @@ impl InstancePool {
         // Instantiation runs guest code too: it gets the same budget as a call.
         store.data_mut().deadline = Instant::now() + self.limits.call_timeout();
         store.set_epoch_deadline(1);
-        let instance = self.pre.instance_pre().instantiate_async(&mut store).await?;
-        let backend = self.backend.load(&mut store, &instance)?;
-        let placement = self.placement.as_ref().map(|p| p.load(&mut store, &instance)).transpose()?;
-        let key_listings = self.key_listings.as_ref().map(|k| k.load(&mut store, &instance)).transpose()?;
+        let instance =
+            super::bindings::in_series!(&self.pre, |pre| pre.instance_pre().instantiate_async(&mut store).await?);
+        let backend = map_series!(&self.backend, |b| b.load(&mut store, &instance)?);
+        let placement = self
+            .placement
+            .as_ref()
+            .map(|p| Ok::<_, wasmtime::Error>(map_series!(p, |p| p.load(&mut store, &instance)?)))
+            .transpose()?;
+        let key_listings = self
+            .key_listings
+            .as_ref()
+            .map(|k| Ok::<_, wasmtime::Error>(map_series!(k, |k| k.load(&mut store, &instance)?)))
+            .transpose()?;
         telemetry::instance_created(&self.grants.label);
         Ok(Instance { store, exports: Exports { backend, placement, key_listings }, calls: 0 })
     }

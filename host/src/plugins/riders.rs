@@ -3,7 +3,7 @@
 //! A new namespace needs its location's claim, and a new root namespace its owner, in
 //! the host's key space. Where the root catalog's backend keeps its namespaces in the
 //! same redb file and creates one in a single commit
-//! (`builtin::Traits::creates_a_namespace_in_one_commit`), the host's writes ride that commit:
+//! (it declares `one-commit-namespace-create`), the host's writes ride that commit:
 //! the namespace, its owner and its claim land together or not at all, in one round of
 //! the file's committer instead of three for a root (an intent with the claim, the
 //! backend's commit, the intent's settlement) or two for a nested one, and no crash can

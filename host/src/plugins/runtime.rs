@@ -8,7 +8,7 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{CatalogHost, CatalogHostPre};
+use super::bindings::{v0_1, BackendPre, CatalogHost, CatalogHostPre, Series};
 use super::builtin::Wasm;
 use super::component_cache::ComponentCache;
 use super::contract::{self, Granted};
@@ -71,7 +71,9 @@ impl Runtime {
 
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // Every series the host loads, each under its own versioned names.
         CatalogHost::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+        v0_1::CatalogHost::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
 
         let ticker = engine.weak();
         std::thread::Builder::new()
@@ -109,11 +111,17 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) a component and checks its imports and exports
     /// against the contract and what is granted: what `load` checks, without loading.
-    pub async fn check(&self, wasm: Wasm, label: &str, granted: Granted) -> Result<Component, String> {
+    /// Answers the series it was built against too.
+    pub async fn check(
+        &self,
+        wasm: Wasm,
+        label: &str,
+        granted: Granted,
+    ) -> Result<(Component, contract::Version), String> {
         let component = self.compile(wasm, label).await?;
         let (imports, exports) = self.interface(&component);
-        contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
-        Ok(component)
+        let built = contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
+        Ok((component, built))
     }
 
     /// Compiles (or loads from the cache) a component, checks its imports and exports
@@ -121,10 +129,14 @@ impl Runtime {
     pub async fn load(&self, wasm: Wasm, grants: Grants, limits: PluginLimits) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
-        let component = self.check(wasm, &label, grants.granted()).await.map_err(fail)?;
+        let (component, built) = self.check(wasm, &label, grants.granted()).await.map_err(fail)?;
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
-        let pre = CatalogHostPre::new(pre).map_err(|e| fail(format!("the component is not a backend: {e:#}")))?;
+        let not_a_backend = |e: wasmtime::Error| fail(format!("the component is not a backend: {e:#}"));
+        let pre: BackendPre<HostState> = match built.series() {
+            (0, 1) => Series::V0_1(v0_1::CatalogHostPre::new(pre).map_err(not_a_backend)?),
+            _ => Series::V0_2(CatalogHostPre::new(pre).map_err(not_a_backend)?),
+        };
         InstancePool::new(pre, Arc::new(grants), limits)
             .map_err(|e| fail(format!("the component is not a backend: {e:#}")))
     }

@@ -8,46 +8,31 @@
 // Keys: a kind byte, the namespace depth, then the levels (and the member name)
 // joined by a 0 byte; the direct children of a namespace are one sorted range.
 
-import * as kv from "rustberg:catalog/kv@0.1.3";
-import { log } from "rustberg:catalog/log@0.1.3";
+import * as kv from "rustberg:catalog/kv@0.2.0";
+import { log } from "rustberg:catalog/log@0.2.0";
 
 const NAMESPACE = 0x6e, TABLE = 0x74, VIEW = 0x76; // 'n', 't', 'v'
 const RETRIES = 8;
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
 
-// The REST endpoints this backend serves (the host serves the rest of each).
-const ENDPOINTS = [
-  "GET /v1/{prefix}/namespaces",
-  "POST /v1/{prefix}/namespaces",
-  "GET /v1/{prefix}/namespaces/{namespace}",
-  "HEAD /v1/{prefix}/namespaces/{namespace}",
-  "DELETE /v1/{prefix}/namespaces/{namespace}",
-  "POST /v1/{prefix}/namespaces/{namespace}/properties",
-  "GET /v1/{prefix}/namespaces/{namespace}/tables",
-  "POST /v1/{prefix}/namespaces/{namespace}/tables",
-  "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-  "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-  "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-  "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-  "POST /v1/{prefix}/namespaces/{namespace}/register",
-  "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-  "POST /v1/{prefix}/tables/rename",
-  "POST /v1/{prefix}/transactions/commit",
-  "GET /v1/{prefix}/namespaces/{namespace}/views",
-  "POST /v1/{prefix}/namespaces/{namespace}/views",
-  "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-  "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-  "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-  "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-  "POST /v1/{prefix}/views/rename",
-  "POST /v1/{prefix}/namespaces/{namespace}/register-view",
-  "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-  "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-  "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-  "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-  "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-];
+// What this backend does: everything a catalog does, as a pointer store over its key
+// space and nothing else. So the host plans scans and vends credentials from the
+// mount's warehouse, holds each table's metadata itself (it sends none, and reads none
+// back), keeps load answers while the keys are unchanged, and lets its own records ride
+// a namespace's create.
+const FEATURES = {
+  writes: true,
+  namespaceProperties: true,
+  views: true,
+  rename: true,
+  multiTableCommit: true,
+  hostReadableManifests: true,
+  tableLocationOnly: true,
+  answersFromKeys: true,
+  checksWhatItRead: true,
+  oneCommitNamespaceCreate: true,
+};
 
 // --- errors: thrown as the WIT variant ---------------------------------------
 
@@ -241,10 +226,8 @@ function listMembers(kind, ns, page) {
 // --- the export --------------------------------------------------------------
 
 export const backend = {
-  capabilities() {
-    // Writable, and the host writes and reads every metadata and manifest file in the
-    // mount's warehouse, so it can plan scans and vend credentials.
-    return { endpoints: ENDPOINTS, canWrite: true, hostReadableManifests: true, remember: [] };
+  describe() {
+    return { features: FEATURES, remember: [] };
   },
 
   listNamespaces(parent, page) {

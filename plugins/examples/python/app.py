@@ -16,12 +16,13 @@ from componentize_py_types import Err
 from wit_world import exports
 from wit_world.imports import kv, log
 from wit_world.imports.types import (
-    CapabilitySet,
+    Description,
     Error_AlreadyExists,
     Error_BadRequest,
     Error_Conflict,
     Error_Internal,
     Error_NotFound,
+    Features,
     NameEntry,
     NamePage,
     NamespaceEntry,
@@ -33,38 +34,23 @@ from wit_world.imports.types import (
 NAMESPACE, TABLE, VIEW = b"n", b"t", b"v"
 RETRIES = 8
 
-# The REST endpoints this backend serves (the host serves the rest of each).
-ENDPOINTS = [
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/transactions/commit",
-    "GET /v1/{prefix}/namespaces/{namespace}/views",
-    "POST /v1/{prefix}/namespaces/{namespace}/views",
-    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
-    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-]
+# What this backend does: everything a catalog does, as a pointer store over its key
+# space and nothing else. So the host plans scans and vends credentials from the
+# mount's warehouse, holds each table's metadata itself (it sends none, and reads none
+# back), keeps load answers while the keys are unchanged, and lets its own records ride
+# a namespace's create.
+FEATURES = (
+    Features.WRITES
+    | Features.NAMESPACE_PROPERTIES
+    | Features.VIEWS
+    | Features.RENAME
+    | Features.MULTI_TABLE_COMMIT
+    | Features.HOST_READABLE_MANIFESTS
+    | Features.TABLE_LOCATION_ONLY
+    | Features.ANSWERS_FROM_KEYS
+    | Features.CHECKS_WHAT_IT_READ
+    | Features.ONE_COMMIT_NAMESPACE_CREATE
+)
 
 
 # --- keys -------------------------------------------------------------------
@@ -259,10 +245,8 @@ def list_members(kind, ns, page):
 # --- the export -------------------------------------------------------------
 
 class Backend(exports.Backend):
-    def capabilities(self):
-        # Writable, and the host writes and reads every metadata and manifest file in
-        # the mount's warehouse, so it can plan scans and vend credentials.
-        return CapabilitySet(ENDPOINTS, True, True, [])
+    def describe(self):
+        return Description(FEATURES, [])
 
     def list_namespaces(self, parent, page):
         parent = parent or []

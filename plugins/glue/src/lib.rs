@@ -30,34 +30,11 @@ wit_bindgen::generate!({
 
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
+    Properties, PropertiesUpdate, TableCommit,
 };
 use rustberg_remote_pages::walk;
 use serde_json::{json, Map, Value};
-
-const ENDPOINTS: &[&str] = &[
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    // The host plans scans and vends credentials from the mount's warehouse.
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-];
 
 /// Glue's page size: fixed, so a (token, offset) cursor finds the same rows again.
 const GLUE_PAGE: u32 = 100;
@@ -180,13 +157,11 @@ fn table_input(name: &str, state: &Pointer, previous: Option<&str>, existing: Op
 struct Glue;
 
 impl Guest for Glue {
-    fn capabilities() -> Result<CapabilitySet, Error> {
-        Ok(CapabilitySet {
-            endpoints: ENDPOINTS.iter().map(|e| e.to_string()).collect(),
-            can_write: true,
-            host_readable_manifests: true,
-            remember: vec![],
-        })
+    fn describe() -> Result<Description, Error> {
+        // Glue has no views and no rename; the host plans scans and vends credentials
+        // from the mount's warehouse.
+        let features = Features::WRITES | Features::NAMESPACE_PROPERTIES | Features::HOST_READABLE_MANIFESTS;
+        Ok(Description { features, remember: vec![] })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {

@@ -18,47 +18,13 @@ use exports::rustberg::catalog::backend::Guest;
 use exports::rustberg::catalog::key_listings::Guest as KeyListings;
 use rustberg::catalog::kv::{self, Check, Entry, Write};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
+    Properties, PropertiesUpdate, TableCommit,
 };
 
 /// How often an optimistic read-modify-write is retried when a concurrent writer
 /// changed the key in between. Each retry re-reads, so no update is lost.
 const RETRIES: usize = 8;
-
-/// Every endpoint the native backend serves.
-const ENDPOINTS: &[&str] = &[
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/transactions/commit",
-    "GET /v1/{prefix}/namespaces/{namespace}/views",
-    "POST /v1/{prefix}/namespaces/{namespace}/views",
-    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
-    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
-    // The host plans scans and vends credentials from this backend's warehouse.
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-];
 
 struct Native;
 
@@ -263,13 +229,21 @@ fn rename_member(kind: u8, source: Ident, destination: Ident) -> Result<(), Erro
 }
 
 impl Guest for Native {
-    fn capabilities() -> Result<CapabilitySet, Error> {
-        Ok(CapabilitySet {
-            endpoints: ENDPOINTS.iter().map(|s| s.to_string()).collect(),
-            can_write: true,
-            host_readable_manifests: true,
-            remember: vec![],
-        })
+    fn describe() -> Result<Description, Error> {
+        // Everything a catalog does, and a pointer store over its key space and nothing
+        // else: the host plans and vends from the warehouse, holds the metadata, and may
+        // keep its answers while the keys are unchanged.
+        let features = Features::WRITES
+            | Features::NAMESPACE_PROPERTIES
+            | Features::VIEWS
+            | Features::RENAME
+            | Features::MULTI_TABLE_COMMIT
+            | Features::HOST_READABLE_MANIFESTS
+            | Features::TABLE_LOCATION_ONLY
+            | Features::ANSWERS_FROM_KEYS
+            | Features::CHECKS_WHAT_IT_READ
+            | Features::ONE_COMMIT_NAMESPACE_CREATE;
+        Ok(Description { features, remember: vec![] })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {

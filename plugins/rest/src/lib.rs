@@ -18,8 +18,8 @@ wit_bindgen::generate!({
 
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
+    Properties, PropertiesUpdate, TableCommit,
 };
 use rustberg_remote_pages::parse_cursor;
 use serde::Deserialize;
@@ -27,18 +27,8 @@ use serde_json::value::RawValue;
 
 use remote::Remote;
 
-/// The reads a rest mount can serve, when the remote offers them.
-const READS: &[&str] = &[
-    "GET /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "GET /v1/{prefix}/namespaces/{namespace}/views",
-    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-];
+/// The remote's loadView, as its `/v1/config` lists it.
+const LOAD_VIEW: &str = "GET /v1/{prefix}/namespaces/{namespace}/views/{view}";
 
 /// The remote page size: fixed, so a (token, offset) cursor finds the same rows again.
 const REMOTE_PAGE: u32 = 100;
@@ -95,14 +85,11 @@ struct LoadResult<'a> {
     storage_credentials: Option<&'a RawValue>,
 }
 
-/// Whether the remote offers a read. A remote that lists no endpoints offers the
-/// spec's default set, which holds every read here. HEAD is served with a GET, so it
-/// follows its GET. Planning is never offered: the remote's manifests are not in
-/// storage this server manages.
+/// Whether the remote offers a read. A remote that lists no endpoints is taken to
+/// offer every read. (Planning is never offered: the remote's manifests are not in
+/// storage this server manages.)
 fn offers(offered: Option<&[String]>, endpoint: &str) -> bool {
-    let Some(offered) = offered else { return true };
-    let as_get = endpoint.strip_prefix("HEAD ").map(|path| format!("GET {path}"));
-    offered.iter().any(|o| o == endpoint || Some(o) == as_get.as_ref())
+    offered.is_none_or(|offered| offered.iter().any(|o| o == endpoint))
 }
 
 /// Serves one page: the rows of the remote page `token` fetched, from `offset`,
@@ -134,7 +121,7 @@ fn page_of<T>(
 struct Rest;
 
 impl Guest for Rest {
-    fn capabilities() -> Result<CapabilitySet, Error> {
+    fn describe() -> Result<Description, Error> {
         let remote = Remote::discover()?;
         let config: RemoteConfig = remote.get_json(&remote.config_path())?;
         let prefix = config
@@ -145,14 +132,12 @@ impl Guest for Rest {
             .map(str::to_string)
             .or_else(|| remote.warehouse.clone())
             .unwrap_or_default();
-        let endpoints =
-            READS.iter().filter(|e| offers(config.endpoints.as_deref(), e)).map(|e| e.to_string()).collect();
-        Ok(CapabilitySet {
-            endpoints,
-            can_write: false,
-            host_readable_manifests: false,
-            remember: vec![("prefix".into(), prefix)],
-        })
+        // A read-only view: views where the remote serves them.
+        let features = match offers(config.endpoints.as_deref(), LOAD_VIEW) {
+            true => Features::VIEWS,
+            false => Features::empty(),
+        };
+        Ok(Description { features, remember: vec![("prefix".into(), prefix)] })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {

@@ -43,7 +43,7 @@ impl Remote {
     }
 
     /// Everything known after the mount was opened (the prefix is remembered then).
-    /// Read from the host once per instance: the host asks for the capabilities, and
+    /// Read from the host once per instance: the host asks for the description, and
     /// remembers the prefix, before it makes any other call, and never changes them.
     pub fn open() -> Result<&'static Self, Error> {
         static OPENED: OnceLock<Remote> = OnceLock::new();

@@ -28,33 +28,11 @@ use api::{bucket_arn, segment};
 use exports::rustberg::catalog::backend::Guest;
 use exports::rustberg::catalog::placement::Guest as Placement;
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer, Properties,
-    PropertiesUpdate, TableCommit,
+    Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
+    Properties, PropertiesUpdate, TableCommit,
 };
 use rustberg_remote_pages::walk;
 use serde_json::{json, Value};
-
-const ENDPOINTS: &[&str] = &[
-    "GET /v1/{prefix}/namespaces",
-    "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/tables/rename",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    // The host plans scans and vends credentials for the table's own bucket.
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
-];
 
 /// The page size asked of S3 Tables: fixed, so a (token, offset) cursor finds its row.
 const PAGE: &str = "100";
@@ -140,14 +118,12 @@ fn list(
 struct S3Tables;
 
 impl Guest for S3Tables {
-    fn capabilities() -> Result<CapabilitySet, Error> {
+    fn describe() -> Result<Description, Error> {
         bucket_arn()?;
-        Ok(CapabilitySet {
-            endpoints: ENDPOINTS.iter().map(|e| e.to_string()).collect(),
-            can_write: true,
-            host_readable_manifests: true,
-            remember: vec![],
-        })
+        // No namespace properties and no views; the host plans scans and vends
+        // credentials for the table's own bucket.
+        let features = Features::WRITES | Features::RENAME | Features::HOST_READABLE_MANIFESTS;
+        Ok(Description { features, remember: vec![] })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::api::Endpoint;
-use crate::plugins::bindings::{Ident, PageRequest, Pointer, TableCommit};
+use crate::plugins::bindings::{Features, Ident, PageRequest, Pointer, TableCommit};
 use crate::plugins::{Backend, BackendError, BackendErrorKind};
 
 pub type Outcome = Result<(), String>;
@@ -23,7 +23,7 @@ pub enum Needs {
     Nothing,
     /// A writable backend.
     Writes,
-    /// A writable backend that lists this endpoint.
+    /// A writable backend that declares what this endpoint needs.
     Endpoint(Endpoint),
     /// A writable backend with namespaces inside namespaces (`plugin test` finds out).
     Nesting,
@@ -37,7 +37,7 @@ pub struct Case {
 
 /// Every case, in the order they run.
 pub const CASES: &[Case] = &[
-    Case { name: "capabilities", needs: Needs::Nothing, run: |f| Box::pin(capabilities(f)) },
+    Case { name: "description", needs: Needs::Nothing, run: |f| Box::pin(description(f)) },
     Case { name: "not found versus unavailable", needs: Needs::Nothing, run: |f| Box::pin(unavailable(f)) },
     Case { name: "namespaces", needs: Needs::Writes, run: |f| Box::pin(namespaces(f)) },
     Case { name: "nested namespaces", needs: Needs::Nesting, run: |f| Box::pin(nested(f)) },
@@ -164,16 +164,14 @@ async fn location_of(b: &Backend, table: Ident) -> Result<String, String> {
 
 // --- cases -------------------------------------------------------------------
 
-async fn capabilities(f: &Fixture) -> Outcome {
-    let endpoints = &f.backend.capabilities().endpoints;
-    check(!endpoints.is_empty(), || "the backend lists no endpoint".into())?;
-    for endpoint in endpoints {
-        let well_formed = endpoint.split_once(' ').is_some_and(|(method, path)| {
-            ["GET", "HEAD", "POST", "PUT", "DELETE"].contains(&method) && path.starts_with("/v1/")
-        });
-        check(well_formed, || format!("{endpoint:?} is not `METHOD /v1/…` as the spec writes it"))?;
-    }
-    Ok(())
+async fn description(f: &Fixture) -> Outcome {
+    // What only a backend over a key space can declare: its answers come from the keys.
+    let of_a_key_space =
+        Features::ANSWERS_FROM_KEYS | Features::CHECKS_WHAT_IT_READ | Features::ONE_COMMIT_NAMESPACE_CREATE;
+    let keyed = f.backend.features() & of_a_key_space;
+    check(keyed == Features::empty() || f.backend.has_key_space(), || {
+        format!("the backend declares {keyed:?} but its mount grants it no key space")
+    })
 }
 
 async fn unavailable(f: &Fixture) -> Outcome {
@@ -197,7 +195,7 @@ async fn unavailable(f: &Fixture) -> Outcome {
 async fn namespaces(f: &Fixture) -> Outcome {
     let b = &f.backend;
     // Properties only for a backend that keeps them (it lists their update).
-    let keeps_properties = b.capabilities().endpoints.iter().any(|e| e == PROPERTIES.spec());
+    let keeps_properties = PROPERTIES.served_with(b.features(), b.places_tables());
     let props = match keeps_properties {
         true => vec![("owner".to_string(), "conformance".to_string())],
         false => vec![],

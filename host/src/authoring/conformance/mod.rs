@@ -12,6 +12,7 @@ use anyhow::{anyhow, Context};
 
 use crate::config::{CatalogUrl, Config, MountConfig};
 use crate::mounts::mount_grants;
+use crate::plugins::bindings::Features;
 use crate::plugins::builtin::Wasm;
 use crate::plugins::{Backend, BackendErrorKind, Grants, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
@@ -93,25 +94,26 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
     let backend = Backend::open_timed(runtime.load(wasm.clone(), grants, limits.clone()).await?).await?;
     let unreachable = match Backend::open(runtime.load(wasm, unreachable_grants, limits).await?).await {
         Ok(backend) => backend,
-        Err(e) => anyhow::bail!(
-            "the backend cannot open without its store or remote ({e}); `capabilities` must not need them"
-        ),
+        Err(e) => {
+            anyhow::bail!("the backend cannot open without its store or remote ({e}); `describe` must not need them")
+        }
     };
     let fixture = Fixture { backend, unreachable };
     writeln!(out, "conformance of the backend against {against}")?;
 
-    let capabilities = fixture.backend.capabilities().clone();
-    let nests = capabilities.can_write && nests(&fixture.backend).await;
+    let features = fixture.backend.features();
+    let writes = features.contains(Features::WRITES);
+    let nests = writes && nests(&fixture.backend).await;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for case in CASES {
         let skip = match case.needs {
             Needs::Nothing => None,
-            _ if !capabilities.can_write => Some("the backend cannot write".to_string()),
+            _ if !writes => Some("the backend cannot write".to_string()),
             Needs::Writes => None,
             Needs::Nesting if !nests => Some("the backend has one level of namespaces".to_string()),
             Needs::Nesting => None,
-            Needs::Endpoint(endpoint) if !capabilities.endpoints.iter().any(|e| e == endpoint.spec()) => {
-                Some(format!("the backend does not list {}", endpoint.spec()))
+            Needs::Endpoint(endpoint) if !endpoint.served_with(features, fixture.backend.places_tables()) => {
+                Some(format!("the backend does not declare what {} needs", endpoint.operation()))
             }
             Needs::Endpoint(_) => None,
         };

@@ -12,7 +12,7 @@ wit_bindgen::generate!({ world: "kv-backend", path: "../../../wit" });
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::kv::{self, Check, Write};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    Description, Error, Features, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
     TableCommit,
 };
 
@@ -47,22 +47,8 @@ fn write(key: Vec<u8>, value: Vec<u8>) -> Write {
 }
 
 impl Guest for Flaky {
-    fn capabilities() -> Result<CapabilitySet, Error> {
-        Ok(CapabilitySet {
-            endpoints: vec![
-                "GET /v1/{prefix}/namespaces".into(),
-                "POST /v1/{prefix}/namespaces".into(),
-                "GET /v1/{prefix}/namespaces/{namespace}".into(),
-                "DELETE /v1/{prefix}/namespaces/{namespace}".into(),
-                "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
-                "POST /v1/{prefix}/namespaces/{namespace}/tables".into(),
-                "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
-                "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}".into(),
-            ],
-            can_write: true,
-            host_readable_manifests: true,
-            remember: vec![],
-        })
+    fn describe() -> Result<Description, Error> {
+        Ok(Description { features: Features::WRITES | Features::HOST_READABLE_MANIFESTS, remember: vec![] })
     }
 
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {

@@ -6,7 +6,7 @@ wit_bindgen::generate!({ world: "http-backend", path: "../../../wit" });
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::http::{self, Request};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    Description, Error, Features, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
     TableCommit,
 };
 
@@ -22,6 +22,11 @@ impl Guest for Greedy {
 
     fn create_namespace(_: Vec<String>, _: Properties) -> Result<Properties, Error> {
         Err(no())
+    }
+
+    fn describe() -> Result<Description, Error> {
+        // The writes this component does not override answer unsupported.
+        Ok(Description { features: Features::WRITES, remember: vec![] })
     }
 
     unsupported_backend_rest!();

@@ -27,6 +27,15 @@ impl Guest for Legacy {
         Err(no())
     }
 
+    fn capabilities() -> Result<CapabilitySet, Error> {
+        Ok(CapabilitySet {
+            endpoints: vec!["GET /v1/{prefix}/namespaces".into()],
+            can_write: true,
+            host_readable_manifests: false,
+            remember: vec![],
+        })
+    }
+
     unsupported_backend_rest!();
 }
 

@@ -16,7 +16,7 @@ use exports::rustberg::catalog::backend::Guest;
 use exports::rustberg::catalog::key_listings::Guest as KeyListings;
 use rustberg::catalog::kv;
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    Description, Error, Features, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
     TableCommit,
 };
 
@@ -64,6 +64,11 @@ impl Guest for Misbehave {
             }
         }
         Err(Error::NotFound(format!("namespace {} does not exist", ns.join("."))))
+    }
+
+    fn describe() -> Result<Description, Error> {
+        // The writes this component does not override answer unsupported.
+        Ok(Description { features: Features::WRITES, remember: vec![] })
     }
 
     unsupported_backend_rest!();

@@ -9,7 +9,7 @@ use exports::rustberg::catalog::backend::Guest;
 use exports::rustberg::catalog::placement::Guest as Placement;
 use rustberg::catalog::log::{log, Level};
 use rustberg::catalog::types::{
-    CapabilitySet, Error, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
+    Description, Error, Features, Ident, NamePage, NamespacePage, PageRequest, Pointer, Properties, PropertiesUpdate,
     TableCommit,
 };
 
@@ -20,17 +20,8 @@ fn no() -> Error {
 }
 
 impl Guest for Rogue {
-    fn capabilities() -> Result<CapabilitySet, Error> {
-        let endpoints =
-            ["GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}"]
-                .iter()
-                .chain(&[
-                    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-                    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-                ])
-                .map(|e| e.to_string())
-                .collect();
-        Ok(CapabilitySet { endpoints, can_write: true, host_readable_manifests: true, remember: vec![] })
+    fn describe() -> Result<Description, Error> {
+        Ok(Description { features: Features::WRITES | Features::HOST_READABLE_MANIFESTS, remember: vec![] })
     }
     fn list_namespaces(_: Option<Vec<String>>, _: PageRequest) -> Result<NamespacePage, Error> {
         Ok(NamespacePage { items: vec![], done: true })

@@ -1,0 +1,73 @@
+//! Host-side bindings, one module per series of the contract the host loads: the
+//! current one here (from `wit/`), and `v0_1` (from the frozen `wit/0.1/`). Both series
+//! share every type but the backend's description, so a call reads the same for
+//! either ([`in_series`]).
+
+pub mod v0_1;
+
+wasmtime::component::bindgen!({
+    world: "catalog-host",
+    path: "../wit",
+    imports: { default: async | trappable },
+    exports: { default: async },
+});
+
+pub use exports::rustberg::catalog::backend::Guest as BackendExports;
+pub use rustberg::catalog::types::{
+    Description, Error as WitError, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest,
+    Pointer, PropertiesUpdate, TableCommit,
+};
+
+/// The optional exports, `placement` (since 0.1.2) and `key-listings` (since 0.1.3):
+/// looked up beside `backend` in each component, and used only where they are there.
+pub mod optional {
+    wasmtime::component::bindgen!({
+        world: "optional-exports",
+        path: "../wit",
+        exports: { default: async },
+        with: { "rustberg:catalog/types": super::rustberg::catalog::types },
+    });
+
+    pub use exports::rustberg::catalog::key_listings::{Guest as KeyListings, GuestIndices as KeyListingsIndices};
+    pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
+}
+
+/// Something a component has in the series it was built against.
+pub enum Series<Old, Current> {
+    V0_1(Old),
+    V0_2(Current),
+}
+
+/// The `backend` export, prepared for instantiation.
+pub type BackendPre<T> = Series<v0_1::CatalogHostPre<T>, CatalogHostPre<T>>;
+/// Where the `backend` export's functions are, found once per component.
+pub type BackendIndices = Series<v0_1::CatalogHostIndices, CatalogHostIndices>;
+/// An instance's `backend` export.
+pub type Backend = Series<v0_1::CatalogHost, CatalogHost>;
+pub type PlacementIndices = Series<v0_1::optional::PlacementIndices, optional::PlacementIndices>;
+pub type Placement = Series<v0_1::optional::Placement, optional::Placement>;
+pub type KeyListingsIndices = Series<v0_1::optional::KeyListingsIndices, optional::KeyListingsIndices>;
+pub type KeyListings = Series<v0_1::optional::KeyListings, optional::KeyListings>;
+
+/// Runs `$body` with `$x` bound to what `$value` holds, whichever its series (the
+/// body reads the same for both: the types are shared).
+macro_rules! in_series {
+    ($value:expr, |$x:ident| $body:expr) => {
+        match $value {
+            $crate::plugins::bindings::Series::V0_1($x) => $body,
+            $crate::plugins::bindings::Series::V0_2($x) => $body,
+        }
+    };
+}
+
+/// Like [`in_series`], keeping the series of the result.
+macro_rules! map_series {
+    ($value:expr, |$x:ident| $body:expr) => {
+        match $value {
+            $crate::plugins::bindings::Series::V0_1($x) => $crate::plugins::bindings::Series::V0_1($body),
+            $crate::plugins::bindings::Series::V0_2($x) => $crate::plugins::bindings::Series::V0_2($body),
+        }
+    };
+}
+
+pub(crate) use {in_series, map_series};
