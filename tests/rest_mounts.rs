@@ -310,3 +310,19 @@ async fn a_remote_that_never_answers_stops_the_start_naming_the_mount() {
     };
     assert!(output.contains("mount `tokenless`") && output.contains("UNSET_VARIABLE_FOR_TEST"), "{output}");
 }
+
+/// The conformance suite runs over the rest backend too, against a second Rustberg: a
+/// read-only backend passes what it can be asked (its description, and telling an
+/// unreachable remote from an absence) and its write cases are skipped, each named.
+#[test]
+fn the_conformance_suite_runs_over_a_rest_mount() {
+    let remote = Server::start("");
+    let token = remote.admin_token();
+    let config = rest_mount("partner", &remote.base, Some("PARTNER_TOKEN"), "");
+    let report = support::conformance_report("rest", &config, "partner", &[("PARTNER_TOKEN", token.as_str())]);
+    for case in ["description", "not found versus unavailable"] {
+        assert!(report.contains(&format!("pass  {case} ")), "{case} passes:\n{report}");
+    }
+    assert!(report.contains("skip  tables (the backend cannot write)"), "{report}");
+    assert!(report.contains(" 0 failed"), "{report}");
+}

@@ -12,10 +12,10 @@ pub type Outcome = Result<(), String>;
 type CaseFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
 
 /// What a case runs against: the backend, and the same component over a store or
-/// remote that cannot be reached.
+/// remote that cannot be reached (or why it could not open there).
 pub struct Fixture {
     pub backend: Backend,
-    pub unreachable: Backend,
+    pub unreachable: Result<Backend, BackendError>,
 }
 
 /// When a case applies.
@@ -175,7 +175,14 @@ async fn description(f: &Fixture) -> Outcome {
 }
 
 async fn unavailable(f: &Fixture) -> Outcome {
-    let b = &f.unreachable;
+    let b = match &f.unreachable {
+        Ok(b) => b,
+        // It cannot open with its remote out of reach: fine, unless it says "absent".
+        Err(e) if e.kind == BackendErrorKind::NotFound => {
+            return Err(format!("opening with its store or remote out of reach answered not-found: {}", e.message))
+        }
+        Err(_) => return Ok(()),
+    };
     for (doing, result) in [
         ("loading a namespace", b.load_namespace(ns(&["anything"])).await.map(drop)),
         ("loading a table", b.load_table(&ident(&["anything"], "t"), None).await.map(drop)),
