@@ -277,6 +277,24 @@ async fn a_namespace_is_one_commit_with_its_owner_and_claim() {
     assert_eq!(ann.post("/namespaces", over).await.0, 409, "the location is taken");
     assert_eq!(ann.get("/namespaces/third").await.0, 404, "nothing of the refused create was written");
     assert_eq!(ann.post("/namespaces", json!({"namespace": ["third"]})).await.0, 200, "nor did it keep the name");
+
+    // A drop is one commit too: the namespace, its grants, its owner and its claim.
+    let admin = support::Api::with_token(&s.base, &s.admin_token());
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["gone"]})).await.0, 200);
+    let grant = json!({"namespace": ["gone"], "privilege": "read", "tenant": "evil"});
+    let (status, granted) = admin.send(reqwest::Method::POST, "/management/v1/grants", Some(grant)).await;
+    assert_eq!(status, 201, "{granted}");
+    assert_eq!(eve.get("/namespaces/gone").await.0, 200, "the grant lets evil read it");
+    let before = commits().await;
+    assert_eq!(ann.delete("/namespaces/gone").await.0, 204);
+    assert_eq!(commits().await - before, 1.0, "the drop, its grants, owner and claim in one commit");
+    assert_eq!(eve.get("/namespaces/gone").await.0, 404, "the grant went with it");
+    let (_, grants) = admin.send(reqwest::Method::GET, "/management/v1/grants", None).await;
+    assert!(!grants.to_string().contains("\"gone\""), "no grant names it: {grants}");
+    // Created again by evil, at the same location (its claim was released): evil's now.
+    assert_eq!(eve.post("/namespaces", json!({"namespace": ["gone"]})).await.0, 200);
+    assert_eq!(ann.get("/namespaces/gone").await.0, 404, "acme keeps nothing of it");
+    assert_eq!(ann.delete("/namespaces/gone").await.0, 404);
 }
 
 /// A repeated loadTable of a native table on redb is answered without calling the

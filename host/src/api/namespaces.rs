@@ -464,19 +464,37 @@ pub async fn drop(
     mount.check_writable()?;
     // A create of the name just after the drop would share the claim released below.
     let _turn = serial::namespace_one_at_a_time(&mount.space, local).await;
-    let dropped = async {
-        match mount.backend.drop_namespace(local.to_vec()).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind == BackendErrorKind::Conflict => {
-                Err(Error::NamespaceNotEmpty(format!("namespace {} is not empty", ns.join("."))))
-            }
-            Err(e) => Err(Error::from_backend(e, absent(&ns))),
-        }
+    let claim = ClaimId::of_namespace(&mount.space, local);
+    let failed = |e: BackendError| match e.kind {
+        BackendErrorKind::Conflict => Error::NamespaceNotEmpty(format!("namespace {} is not empty", ns.join("."))),
+        _ => Error::from_backend(e, absent(&ns)),
     };
+    // Where the backend's commit can carry them, the grants, owner and claim go with it
+    // (the host key space holds all three: one location index serves every warehouse).
+    let space = state.authz.key_space();
+    if mount.backend.carries_riders_to(space) {
+        let (mut commit, forgotten) = state.authz.forgetting(&resource).await?;
+        if let Some(warehouse) = &mount.warehouse {
+            let release = warehouse.index().release_commit(claim).await.map_err(|e| Error::Internal(e.to_string()))?;
+            commit = commit.join(release);
+        }
+        let (dropped, ridden) =
+            mount.backend.drop_namespace_carrying(local.to_vec(), Rider { space: space.clone(), commit }).await;
+        if matches!(ridden, Ridden::Landed | Ridden::Unknown) {
+            // What the store now holds, written or not.
+            state.authz.learn(&forgotten).await?;
+        }
+        return match (dropped, ridden) {
+            (Ok(()), Ridden::Landed) => Ok(StatusCode::NO_CONTENT),
+            (Ok(()), _) => Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label()))),
+            (Err(e), _) => Err(failed(e)),
+        };
+    }
+    let dropped = async { mount.backend.drop_namespace(local.to_vec()).await.map_err(failed) };
     // Nothing created later under this name may inherit its grants or its owner.
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     if let Some(warehouse) = &mount.warehouse {
-        locations::release_id(warehouse, &ClaimId::of_namespace(&mount.space, local)).await;
+        locations::release_id(warehouse, &claim).await;
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -142,6 +142,40 @@ impl Authorizer {
         }
     }
 
+    /// The commit that forgets `resource` (its grants, and a root's owner) with no
+    /// intent: for a drop whose backend commit to this store carries it, so the two land
+    /// together. `learn` brings the keys it writes to memory once it has.
+    pub async fn forgetting(&self, resource: &Resource) -> Result<(Commit, Vec<Vec<u8>>), Error> {
+        let writes = self.forgetting_writes(resource).await?;
+        let keys = writes.iter().map(|w| w.key.clone()).collect();
+        Ok((Commit { checks: vec![], writes, durability: Durability::Soon }, keys))
+    }
+
+    /// What forgetting `resource` writes: nothing created later under its name may
+    /// inherit its grants or its owner.
+    async fn forgetting_writes(&self, resource: &Resource) -> Result<Vec<Write>, Error> {
+        let root = resource.namespace().first().map_or("", String::as_str);
+        let mut writes: Vec<Write> = self
+            .grants_on_root(root)
+            .await?
+            .iter()
+            .filter(|g| resource.covers(&g.resource))
+            .map(grants::removal)
+            .collect();
+        if let Resource::Namespace(ns) = resource {
+            if let [root] = ns.as_slice() {
+                writes.push(Write { key: owner_key(root), value: None });
+            }
+        }
+        Ok(writes)
+    }
+
+    /// Reads `keys` into memory, after a commit this host made carried them.
+    pub async fn learn(&self, keys: &[Vec<u8>]) -> Result<(), Error> {
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        self.applied(&keys).await
+    }
+
     /// Reads the owner of `root` into memory, after a commit this host made carried it.
     pub async fn learn_owner(&self, root: &str) -> Result<(), Error> {
         let key = owner_key(root);
@@ -167,18 +201,7 @@ impl Authorizer {
             Effect::Own { root, tenant } => {
                 writes.push(Write { key: owner_key(root), value: Some(tenant.as_bytes().to_vec()) })
             }
-            Effect::Forget { resource } => {
-                // Nothing created later under this name may inherit its grants or owner.
-                let root = resource.namespace().first().map_or("", String::as_str);
-                for grant in self.grants_on_root(root).await?.iter().filter(|g| resource.covers(&g.resource)) {
-                    writes.push(grants::removal(grant));
-                }
-                if let Resource::Namespace(ns) = resource {
-                    if let [root] = ns.as_slice() {
-                        writes.push(Write { key: owner_key(root), value: None });
-                    }
-                }
-            }
+            Effect::Forget { resource } => writes.extend(self.forgetting_writes(resource).await?),
             Effect::Move { from, to } => {
                 let root = from.namespace().first().map_or("", String::as_str);
                 for grant in self.grants_on_root(root).await?.into_iter().filter(|g| &g.resource == from) {

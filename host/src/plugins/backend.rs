@@ -152,7 +152,7 @@ impl Backend {
     /// Whether a namespace's create here can carry a commit of the host's to `space`:
     /// the backend makes it in one commit, to a key space of the same redb file.
     pub fn carries_riders_to(&self, space: &KvStore) -> bool {
-        self.does(Features::ONE_COMMIT_NAMESPACE_CREATE)
+        self.does(Features::ONE_COMMIT_NAMESPACE_CHANGES)
             && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
     }
 
@@ -164,6 +164,11 @@ impl Backend {
         rider: Rider,
     ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
         riders::carrying(rider, self.create_namespace(ns, props)).await
+    }
+
+    /// Drops a namespace, its commit carrying `rider`; how the rider fared too.
+    pub async fn drop_namespace_carrying(&self, ns: Vec<String>, rider: Rider) -> (Result<(), BackendError>, Ridden) {
+        riders::carrying(rider, self.drop_namespace(ns)).await
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.

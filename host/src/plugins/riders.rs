@@ -1,13 +1,13 @@
 //! A commit of the host's carried by a backend's own commit.
 //!
 //! A new namespace needs its location's claim, and a new root namespace its owner, in
-//! the host's key space. Where the root catalog's backend keeps its namespaces in the
-//! same redb file and creates one in a single commit
-//! (it declares `one-commit-namespace-create`), the host's writes ride that commit:
-//! the namespace, its owner and its claim land together or not at all, in one round of
-//! the file's committer instead of three for a root (an intent with the claim, the
-//! backend's commit, the intent's settlement) or two for a nested one, and no crash can
-//! leave one without the others.
+//! the host's key space; a dropped one loses its grants, owner and claim. Where the
+//! root catalog's backend keeps its namespaces in the same redb file and creates or
+//! drops one in a single commit (it declares `one-commit-namespace-changes`), the
+//! host's writes ride that commit: the namespace and the host's records change together
+//! or not at all, in one round of the file's committer instead of three (an intent, the
+//! backend's commit, the intent's settlement and the claim's), and no crash can leave
+//! one without the others.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -54,14 +54,21 @@ pub(super) async fn carrying<F: Future>(rider: Rider, call: F) -> (F::Output, Ri
 }
 
 /// Makes a backend's commit to `space`, with the rider waiting for the running call's
-/// first commit to that file if there is one (so no later commit carries it).
+/// first commit to that file if there is one. A refused commit wrote nothing, so the
+/// rider waits for the next (a backend may retry); once one lands, or its outcome is
+/// unknown, no later commit carries it.
 pub(super) async fn commit(space: &KvStore, own: Commit) -> Result<(), KvError> {
     let Some(rider) = take_for(space) else { return space.make(&own).await };
+    let again = Rider { space: rider.space.clone(), commit: rider.commit.clone() };
     let outcome = space.make_joined(own, &rider.space, rider.commit).await;
     let _ = SEAT.try_with(|seat| {
-        seat.borrow_mut().ridden = match &outcome {
+        let mut seat = seat.borrow_mut();
+        seat.ridden = match &outcome {
             Ok(()) => Ridden::Landed,
-            Err(KvError::Conflict) => Ridden::Refused,
+            Err(KvError::Conflict) => {
+                seat.rider = Some(again);
+                Ridden::Refused
+            }
             Err(KvError::Store(_)) => Ridden::Unknown,
         }
     });
@@ -119,6 +126,15 @@ mod tests {
         assert!(matches!(refused, Err(KvError::Conflict)));
         assert_eq!(ridden, Ridden::Refused);
         assert!(host.get(b"owner/c").await.unwrap().is_none());
+
+        // A backend that retries a refused commit carries the rider on the retry.
+        let (retried, ridden) = carrying(rider(b"owner/e"), async {
+            (commit(&backend, put(b"ns/a")).await, commit(&backend, put(b"ns/e")).await)
+        })
+        .await;
+        assert!(matches!(retried.0, Err(KvError::Conflict)) && retried.1.is_ok());
+        assert_eq!(ridden, Ridden::Landed);
+        assert!(host.get(b"owner/e").await.unwrap().is_some(), "written with the retry");
 
         let ((), ridden) = carrying(rider(b"owner/d"), async {}).await;
         assert_eq!(ridden, Ridden::NotCarried);

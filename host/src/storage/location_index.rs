@@ -175,6 +175,19 @@ impl LocationIndex {
 
     /// Releases every location `id` holds, in one commit.
     pub async fn release(&self, id: ClaimId) -> Result<usize, ClaimError> {
+        let (writes, released) = self.release_writes(id).await?;
+        self.kv.commit(&[], &writes).await.map_err(store)?;
+        Ok(released)
+    }
+
+    /// The commit that releases every location claimed under `id`, to be made with
+    /// another (a namespace's drop), in this index's key space.
+    pub async fn release_commit(&self, id: ClaimId) -> Result<Commit, ClaimError> {
+        let (writes, _) = self.release_writes(id).await?;
+        Ok(Commit { checks: vec![], writes, durability: Durability::Now })
+    }
+
+    async fn release_writes(&self, id: ClaimId) -> Result<(Vec<Write>, usize), ClaimError> {
         let prefix = owned_prefix(id);
         let end = prefix_end(&prefix);
         // A claim id holds a handful of locations (one per set-location).
@@ -185,8 +198,7 @@ impl LocationIndex {
             writes.push(Write { key: format!("loc/{location}/").into_bytes(), value: None });
             writes.push(Write { key: entry.key.clone(), value: None });
         }
-        self.kv.commit(&[], &writes).await.map_err(store)?;
-        Ok(owned.len())
+        Ok((writes, owned.len()))
     }
 }
 

@@ -31,7 +31,7 @@ const FEATURES = {
   tableLocationOnly: true,
   answersFromKeys: true,
   checksWhatItRead: true,
-  oneCommitNamespaceCreate: true,
+  oneCommitNamespaceChanges: true,
 };
 
 // --- errors: thrown as the WIT variant ---------------------------------------

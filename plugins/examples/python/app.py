@@ -49,7 +49,7 @@ FEATURES = (
     | Features.TABLE_LOCATION_ONLY
     | Features.ANSWERS_FROM_KEYS
     | Features.CHECKS_WHAT_IT_READ
-    | Features.ONE_COMMIT_NAMESPACE_CREATE
+    | Features.ONE_COMMIT_NAMESPACE_CHANGES
 )
 
 

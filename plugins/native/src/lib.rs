@@ -242,7 +242,7 @@ impl Guest for Native {
             | Features::TABLE_LOCATION_ONLY
             | Features::ANSWERS_FROM_KEYS
             | Features::CHECKS_WHAT_IT_READ
-            | Features::ONE_COMMIT_NAMESPACE_CREATE;
+            | Features::ONE_COMMIT_NAMESPACE_CHANGES;
         Ok(Description { features, remember: vec![] })
     }
 

@@ -167,7 +167,7 @@ async fn location_of(b: &Backend, table: Ident) -> Result<String, String> {
 async fn description(f: &Fixture) -> Outcome {
     // What only a backend over a key space can declare: its answers come from the keys.
     let of_a_key_space =
-        Features::ANSWERS_FROM_KEYS | Features::CHECKS_WHAT_IT_READ | Features::ONE_COMMIT_NAMESPACE_CREATE;
+        Features::ANSWERS_FROM_KEYS | Features::CHECKS_WHAT_IT_READ | Features::ONE_COMMIT_NAMESPACE_CHANGES;
     let keyed = f.backend.features() & of_a_key_space;
     check(keyed == Features::empty() || f.backend.has_key_space(), || {
         format!("the backend declares {keyed:?} but its mount grants it no key space")
