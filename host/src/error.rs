@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use crate::plugins::BackendError;
+use crate::storage::location_index::ClaimError;
 
 /// Everything a request can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -192,6 +193,16 @@ impl IntoResponse for Error {
                 .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+impl From<ClaimError> for Error {
+    /// A location taken by another table, view or namespace is the client's conflict.
+    fn from(e: ClaimError) -> Self {
+        match e {
+            ClaimError::Overlap(_) => Error::AlreadyExists(e.to_string()),
+            ClaimError::Store(_) => Error::Unavailable(e.to_string()),
+        }
     }
 }
 

@@ -26,6 +26,7 @@ pub mod config;
 pub mod error;
 pub mod logs;
 pub mod mounts;
+pub mod namespaces;
 pub mod paging;
 pub mod plugins;
 pub mod preflight;

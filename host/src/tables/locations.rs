@@ -12,7 +12,7 @@ use crate::mounts::Mount;
 use crate::plugins::BackendErrorKind;
 use crate::storage::kv::Commit;
 use crate::storage::location::{Location, LocationError};
-use crate::storage::location_index::{ClaimError, ClaimId, ClaimKind};
+use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::storage::warehouse::Warehouse;
 
 /// The namespace property holding a namespace's location.
@@ -22,13 +22,6 @@ pub const LOCATION_PROPERTY: &str = "location";
 pub fn bad_location(what: &str, raw: &str) -> impl FnOnce(LocationError) -> Error {
     let prefix = format!("{what} {raw:?} is refused");
     move |e| Error::BadRequest(format!("{prefix}: {e}"))
-}
-
-fn claim_error(e: ClaimError) -> Error {
-    match e {
-        ClaimError::Overlap(_) => Error::AlreadyExists(e.to_string()),
-        ClaimError::Store(_) => Error::Unavailable(e.to_string()),
-    }
 }
 
 /// The locations of a namespace's ancestors and its own, outermost first (the
@@ -112,7 +105,7 @@ impl Placement {
     /// Claims the location for `id`; an overlap is 409 and says nothing of the other.
     /// The claim to release if the change does not apply: none when `id` held it already.
     pub async fn claim(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> Result<Option<NewClaim>, Error> {
-        let new = warehouse.index().claim(&self.location, kind, id, &self.chain.0).await.map_err(claim_error)?;
+        let new = warehouse.index().claim(&self.location, kind, id, &self.chain.0).await?;
         Ok(new.then(|| NewClaim { location: self.location.clone(), id }))
     }
 
@@ -278,7 +271,7 @@ pub async fn claim_move(
     let chain = chain(mount, namespace).await?;
     let (location, chain) = checked_request(warehouse, chain, new)?;
     let held = match Location::parse(current) {
-        Ok(current) => warehouse.index().holder(&current).await.map_err(claim_error)?,
+        Ok(current) => warehouse.index().holder(&current).await?,
         Err(_) => None,
     };
     let id = held.unwrap_or_default();

@@ -1,0 +1,52 @@
+//! Dropping a namespace: nothing created later under its name may inherit its grants,
+//! its owner or its location's claim.
+
+use super::{absent, Routed};
+use crate::authz::{Authorizer, Effect, Resource};
+use crate::error::Error;
+use crate::mounts::Mounts;
+use crate::plugins::riders::{Ridden, Rider};
+use crate::plugins::{BackendError, BackendErrorKind};
+use crate::recovery;
+use crate::tables::{locations, serial};
+
+/// Drops the empty namespace `at` and forgets what the host held for it. Where the
+/// backend's commit can carry them, the grants, owner and claim go with it (the host
+/// key space holds all three: one location index serves every warehouse); otherwise
+/// the drop runs under an intent to forget them, and the claim is released after.
+pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>) -> Result<(), Error> {
+    at.refuse_mount_root("be dropped")?;
+    let mount = at.mount;
+    mount.check_writable()?;
+    // A create of the name just after the drop would share the claim released below.
+    let _turn = serial::namespace_one_at_a_time(&mount.space, at.local).await;
+    let resource = Resource::Namespace(at.ns.to_vec());
+    let failed = |e: BackendError| match e.kind {
+        BackendErrorKind::Conflict => Error::NamespaceNotEmpty(format!("namespace {} is not empty", at.ns.join("."))),
+        _ => Error::from_backend(e, absent(at.ns)),
+    };
+    let space = authz.key_space();
+    if mount.backend.carries_riders_to(space) {
+        let (mut commit, forgotten) = authz.forgetting(&resource).await?;
+        if let Some(warehouse) = &mount.warehouse {
+            commit = commit.join(warehouse.index().release_commit(at.claim_id()).await?);
+        }
+        let rider = Rider { space: space.clone(), commit };
+        let (dropped, ridden) = mount.backend.drop_namespace_carrying(at.local.to_vec(), rider).await;
+        if matches!(ridden, Ridden::Landed | Ridden::Unknown) {
+            // What the store now holds, written or not.
+            authz.learn(&forgotten).await?;
+        }
+        return match (dropped, ridden) {
+            (Ok(()), Ridden::Landed) => Ok(()),
+            (Ok(()), _) => Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label()))),
+            (Err(e), _) => Err(failed(e)),
+        };
+    }
+    let dropped = async { mount.backend.drop_namespace(at.local.to_vec()).await.map_err(failed) };
+    recovery::with_intent(authz, mounts, Effect::Forget { resource }, dropped).await?;
+    if let Some(warehouse) = &mount.warehouse {
+        locations::release_id(warehouse, &at.claim_id()).await;
+    }
+    Ok(())
+}
