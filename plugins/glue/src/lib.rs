@@ -33,7 +33,7 @@ use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
-use rustberg_remote_pages::walk;
+use rustberg_remote::pages::walk;
 use serde_json::{json, Map, Value};
 
 /// Glue's page size: fixed, so a (token, offset) cursor finds the same rows again.

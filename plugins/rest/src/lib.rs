@@ -21,7 +21,7 @@ use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
-use rustberg_remote_pages::parse_cursor;
+use rustberg_remote::pages::parse_cursor;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

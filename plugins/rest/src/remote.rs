@@ -3,6 +3,7 @@
 
 use std::sync::OnceLock;
 
+use rustberg_remote::path::segment;
 use serde::de::DeserializeOwned;
 
 use crate::rustberg::catalog::config;
@@ -17,19 +18,6 @@ pub struct Remote {
     prefix: String,
     /// The `warehouse` to ask `/v1/config` about, from `catalog_url`'s query.
     pub warehouse: Option<String>,
-}
-
-/// Percent-encodes one path segment or query value.
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 impl Remote {
@@ -57,7 +45,7 @@ impl Remote {
 
     pub fn config_path(&self) -> String {
         match &self.warehouse {
-            Some(w) => format!("{}/v1/config?warehouse={}", self.base_path, encode(w)),
+            Some(w) => format!("{}/v1/config?warehouse={}", self.base_path, segment(w)),
             None => format!("{}/v1/config", self.base_path),
         }
     }
@@ -67,15 +55,15 @@ impl Remote {
         let mut path = format!("{}/v1", self.base_path);
         if !self.prefix.is_empty() {
             path.push('/');
-            path.push_str(&encode(&self.prefix));
+            path.push_str(&segment(&self.prefix));
         }
-        for segment in segments {
+        for part in segments {
             path.push('/');
-            path.push_str(&encode(segment));
+            path.push_str(&segment(part));
         }
         for (i, (k, v)) in query.iter().enumerate() {
             path.push(if i == 0 { '?' } else { '&' });
-            path.push_str(&format!("{}={}", encode(k), encode(v)));
+            path.push_str(&format!("{}={}", segment(k), segment(v)));
         }
         path
     }

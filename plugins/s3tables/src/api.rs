@@ -2,6 +2,7 @@
 //! request (SigV4, service `s3tables`, the mount's `[auth]`); this component never
 //! sees a key.
 
+use rustberg_remote::path::segment;
 use serde_json::Value;
 
 use crate::rustberg::catalog::config;
@@ -26,19 +27,6 @@ impl Refusal {
             _ => Error::Unavailable(self.said),
         }
     }
-}
-
-/// One path segment, percent-encoded (an ARN holds `:` and `/`).
-pub fn segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// The table bucket this mount serves (`[mount.x.config] table_bucket_arn`).

@@ -15,7 +15,7 @@
 //! - Rename is S3 Tables' own (atomic, at the token read). No views, no multi-table
 //!   transactions: those endpoints are not listed, so the host answers 501.
 //!
-//! Paging: `rustberg-remote-pages` cursors over `continuationToken`.
+//! Paging: `rustberg-remote` page cursors over `continuationToken`.
 
 mod api;
 
@@ -24,14 +24,15 @@ wit_bindgen::generate!({
     path: "../../wit",
 });
 
-use api::{bucket_arn, segment};
+use api::bucket_arn;
 use exports::rustberg::catalog::backend::Guest;
 use exports::rustberg::catalog::placement::Guest as Placement;
 use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
-use rustberg_remote_pages::walk;
+use rustberg_remote::pages::walk;
+use rustberg_remote::path::segment;
 use serde_json::{json, Value};
 
 /// The page size asked of S3 Tables: fixed, so a (token, offset) cursor finds its row.

@@ -16,6 +16,8 @@ use rustberg::catalog::types::{
     TableCommit,
 };
 
+include!("../../stub.rs");
+
 struct Flaky;
 
 fn namespace_key(ns: &[String]) -> Vec<u8> {
@@ -133,23 +135,9 @@ impl Guest for Flaky {
     fn rename_table(_: Ident, _: Ident) -> Result<(), Error> {
         Err(no())
     }
+    unsupported_views!();
     fn list_views(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> {
         Ok(NamePage { items: vec![], done: true })
-    }
-    fn load_view(_: Ident) -> Result<Pointer, Error> {
-        Err(no())
-    }
-    fn create_view(_: Ident, _: Pointer) -> Result<(), Error> {
-        Err(no())
-    }
-    fn commit_view(_: Ident, _: String, _: Pointer) -> Result<(), Error> {
-        Err(no())
-    }
-    fn drop_view(_: Ident) -> Result<Pointer, Error> {
-        Err(no())
-    }
-    fn rename_view(_: Ident, _: Ident) -> Result<(), Error> {
-        Err(no())
     }
     fn commit_transaction(_: Vec<TableCommit>) -> Result<(), Error> {
         Err(no())
@@ -161,10 +149,6 @@ fn fail_after_applying(name: Option<&str>) {
     if name.is_some_and(|n| n.starts_with("unknown-")) {
         panic!("deliberate failure after the change applied");
     }
-}
-
-fn no() -> Error {
-    Error::Unsupported("the flaky test component".into())
 }
 
 export!(Flaky);

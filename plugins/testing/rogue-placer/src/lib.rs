@@ -13,11 +13,9 @@ use rustberg::catalog::types::{
     TableCommit,
 };
 
-struct Rogue;
+include!("../../stub.rs");
 
-fn no() -> Error {
-    Error::Unsupported("a test component".into())
-}
+struct Rogue;
 
 impl Guest for Rogue {
     fn describe() -> Result<Description, Error> {
@@ -57,22 +55,8 @@ impl Guest for Rogue {
     fn rename_table(_: Ident, _: Ident) -> Result<(), Error> {
         Err(no())
     }
+    unsupported_views!();
     fn list_views(_: Vec<String>, _: PageRequest) -> Result<NamePage, Error> {
-        Err(no())
-    }
-    fn load_view(_: Ident) -> Result<Pointer, Error> {
-        Err(no())
-    }
-    fn create_view(_: Ident, _: Pointer) -> Result<(), Error> {
-        Err(no())
-    }
-    fn commit_view(_: Ident, _: String, _: Pointer) -> Result<(), Error> {
-        Err(no())
-    }
-    fn drop_view(_: Ident) -> Result<Pointer, Error> {
-        Err(no())
-    }
-    fn rename_view(_: Ident, _: Ident) -> Result<(), Error> {
         Err(no())
     }
     fn commit_transaction(_: Vec<TableCommit>) -> Result<(), Error> {
