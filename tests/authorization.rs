@@ -74,10 +74,6 @@ async fn ok(got: (u16, Value), want: u16) -> Value {
     got.1
 }
 
-async fn grant(api: &Api, body: Value) -> Value {
-    ok(api.send(Method::POST, "/management/v1/grants", Some(body)).await, 201).await
-}
-
 /// Each tenant's writer creates `<tenant>_ns` with tables `t1` and `t2`; acme's
 /// admin grants tenant globex read on acme_ns; initech's writer cannot grant, so
 /// the server admin grants acme_writer write on initech_ns.
@@ -94,7 +90,7 @@ async fn setup(s: &Server) -> std::collections::HashMap<String, Api> {
             ok(api.post(&path, json!({"name": table, "schema": schema()})).await, 200).await;
         }
     }
-    grant(&apis["acme_admin"], json!({"namespace": ["acme_ns"], "privilege": "read", "tenant": "globex"})).await;
+    apis["acme_admin"].grant(json!({"namespace": ["acme_ns"], "privilege": "read", "tenant": "globex"})).await;
     let refused = apis["initech_writer"]
         .send(
             Method::POST,
@@ -103,7 +99,7 @@ async fn setup(s: &Server) -> std::collections::HashMap<String, Api> {
         )
         .await;
     assert_error(&refused, 403, "ForbiddenException");
-    grant(&apis["root"], json!({"namespace": ["initech_ns"], "privilege": "write", "principal": "acme_writer"})).await;
+    apis["root"].grant(json!({"namespace": ["initech_ns"], "privilege": "write", "principal": "acme_writer"})).await;
     apis
 }
 
@@ -344,7 +340,7 @@ async fn paging_fills_pages_with_visible_items_only() {
     for (viewer, visible) in &scenarios {
         for (i, name) in all.iter().enumerate() {
             if visible(i) {
-                grant(acme, json!({"namespace": [name], "privilege": "read", "principal": viewer})).await;
+                acme.grant(json!({"namespace": [name], "privilege": "read", "principal": viewer})).await;
             }
         }
         let pages = walk(&apis[*viewer], 5).await;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, components_dir, hash_secret, postgres_database, schema, Api, Server};
+use support::{assert_error, components_dir, hash_secret, namespace_names, postgres_database, schema, Api, Server};
 
 fn ns_path(parts: &[&str]) -> String {
     parts.join("%1F")
@@ -15,10 +15,6 @@ fn ns_path(parts: &[&str]) -> String {
 
 fn with(base: &[&str], more: &[&str]) -> Vec<String> {
     base.iter().chain(more).map(|s| s.to_string()).collect()
-}
-
-fn names(body: &Value) -> Vec<Vec<String>> {
-    serde_json::from_value(body["namespaces"].clone()).unwrap()
 }
 
 /// Namespaces, tables, commits and paging under `base` (empty for the root catalog,
@@ -32,7 +28,7 @@ async fn behaviour_suite(api: &Api, base: &[&str]) {
     let loaded = api.get(&format!("/namespaces/{}", at(&["sales"]))).await;
     assert_eq!(loaded, (200, json!({"namespace": sales, "properties": {"a": "1"}})));
     let children = api.get(&format!("/namespaces?parent={}", at(&["sales"]))).await;
-    assert_eq!(names(&children.1), vec![with(base, &["sales", "eu"])]);
+    assert_eq!(namespace_names(&children.1), vec![with(base, &["sales", "eu"])]);
     let missing = api.get(&format!("/namespaces/{}", at(&["nope"]))).await;
     assert_error(&missing, 404, "NoSuchNamespaceException");
     let message = missing.1["error"]["message"].as_str().unwrap();
@@ -85,8 +81,8 @@ async fn behaviour_suite(api: &Api, base: &[&str]) {
     let (mut seen, mut token, mut sizes) = (vec![], String::new(), vec![]);
     loop {
         let page = api.get(&format!("/namespaces?parent={}&pageToken={token}&pageSize=5", at(&["pages"]))).await.1;
-        sizes.push(names(&page).len());
-        seen.extend(names(&page));
+        sizes.push(namespace_names(&page).len());
+        seen.extend(namespace_names(&page));
         match page["next-page-token"].as_str() {
             Some(next) => token = next.to_string(),
             None => break,
@@ -169,13 +165,13 @@ async fn the_top_level_is_mounts_then_root_namespaces_paged_across_both() {
         assert_eq!(s.post("/namespaces", json!({"namespace": [r]})).await.0, 200);
     }
     let all: Vec<&str> = vec!["m1", "m2", "m3", "r1", "r2", "r3", "r4"];
-    let flat = |b: &Value| names(b).into_iter().map(|n| n[0].clone()).collect::<Vec<_>>();
+    let flat = |b: &Value| namespace_names(b).into_iter().map(|n| n[0].clone()).collect::<Vec<_>>();
     assert_eq!(flat(&s.get("/namespaces").await.1), all);
     for size in [1, 2, 3, 4, 7, 10] {
         let (mut seen, mut token) = (vec![], String::new());
         loop {
             let page = s.get(&format!("/namespaces?pageToken={token}&pageSize={size}")).await.1;
-            assert!(names(&page).len() <= size);
+            assert!(namespace_names(&page).len() <= size);
             seen.extend(flat(&page));
             match page["next-page-token"].as_str() {
                 Some(next) => token = next.to_string(),
@@ -409,7 +405,7 @@ async fn a_mount_declares_its_tenant() {
     let ann = s.login("ann", created["client-secret"].as_str().unwrap());
     assert_eq!(ann.post("/namespaces", json!({"namespace": ["prod", "analytics"]})).await.0, 200);
     let (status, listed) = ann.get("/namespaces?parent=prod").await;
-    assert_eq!((status, names(&listed)), (200, vec![vec!["prod".to_string(), "analytics".to_string()]]));
+    assert_eq!((status, namespace_names(&listed)), (200, vec![vec!["prod".to_string(), "analytics".to_string()]]));
 }
 
 #[tokio::test]

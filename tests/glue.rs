@@ -5,36 +5,13 @@
 mod support;
 
 use serde_json::json;
-use support::moto::Moto;
+use support::moto::{aws_mount, s3_storage, Moto, KEYS};
 use support::python::pytest_with;
 use support::{assert_error, assert_history, race_appends, schema, Api, Server};
 
-/// The keys moto accepts; the host signs with them, the component never sees them.
-const KEYS: &[(&str, &str)] = &[("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")];
-
 fn config_text(glue_url: &str, s3_url: &str) -> String {
-    format!(
-        r#"
-[storage.s3]
-endpoint = "{s3_url}"
-region = "us-east-1"
-path_style = true
-access_key_id = "testing"
-secret_access_key = "testing"
-
-[mount.lake]
-backend = "glue"
-catalog_url = "{glue_url}"
-warehouse_location = "s3://lake/warehouse"
-owner = "default"
-[mount.lake.config]
-region = "us-east-1"
-[mount.lake.auth]
-kind = "aws-sigv4"
-service = "glue"
-region = "us-east-1"
-"#
-    )
+    s3_storage(s3_url, "testing", "testing")
+        + &aws_mount("lake", "glue", glue_url, "s3://lake/warehouse", "glue", &[("region", "us-east-1")])
 }
 
 fn glue_server(moto: &Moto) -> Server {

@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::moto::Moto;
+use support::moto::{s3_storage, Moto};
 use support::python::run_pytest;
 use support::{acme_and_evil_writers, assert_error, components_dir, schema, Api, Server};
 
@@ -55,11 +55,7 @@ async fn lab(store: Store) -> Lab {
     let mut config =
         format!("[storage]\nwarehouse_location = \"{warehouse}\"\nunstructured_locations = {unstructured}\n");
     if let Some(moto) = &moto {
-        config += &format!(
-            "[storage.s3]\nendpoint = \"{}\"\nregion = \"us-east-1\"\npath_style = true\n\
-             access_key_id = \"server\"\nsecret_access_key = \"server\"\n",
-            moto.url
-        );
+        config += &s3_storage(&moto.url, "server", "server");
     }
     config += &acme_and_evil_writers();
     let victim_ns = match store {

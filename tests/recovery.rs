@@ -11,18 +11,6 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use support::{acme_and_evil_writers, assert_error, components_dir, schema, Api, Server};
 
-async fn grants(admin: &Api) -> Vec<Value> {
-    let (status, body) = admin.send(Method::GET, "/management/v1/grants", None).await;
-    assert_eq!(status, 200, "{body}");
-    body["grants"].as_array().unwrap().clone()
-}
-
-async fn grant(admin: &Api, body: Value) -> String {
-    let (status, granted) = admin.send(Method::POST, "/management/v1/grants", Some(body)).await;
-    assert_eq!(status, 201, "{granted}");
-    granted["id"].as_str().unwrap().to_string()
-}
-
 /// The root catalog is the flaky component: its creates and drops of `unknown-…`
 /// apply and then trap, so the host is told nothing but a failure.
 #[tokio::test]
@@ -42,16 +30,23 @@ async fn a_change_that_fails_after_applying_still_carries_its_effects() {
     assert_eq!(table.0, 500, "{}", table.1);
     assert_eq!(admin.get("/namespaces/db/tables/unknown-t").await.0, 200);
     let on_table = json!({"namespace": ["db"], "table": "unknown-t", "privilege": "read", "tenant": "other"});
-    let on_table = grant(admin, on_table).await;
-    let on_namespace = grant(admin, json!({"namespace": ["unknown-a"], "privilege": "write", "tenant": "other"})).await;
-    let on_db = grant(admin, json!({"namespace": ["db"], "privilege": "read", "tenant": "other"})).await;
+    let on_table = admin.grant(on_table).await["id"].as_str().unwrap().to_string();
+    let on_namespace = admin.grant(json!({"namespace": ["unknown-a"], "privilege": "write", "tenant": "other"})).await
+        ["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let on_db = admin.grant(json!({"namespace": ["db"], "privilege": "read", "tenant": "other"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     // The drops applied: the grants on what they dropped must go with them.
     assert_eq!(admin.delete("/namespaces/db/tables/unknown-t").await.0, 500);
     assert_eq!(admin.get("/namespaces/db/tables/unknown-t").await.0, 404);
     assert_eq!(admin.delete("/namespaces/unknown-a").await.0, 500);
     assert_eq!(admin.get("/namespaces/unknown-a").await.0, 404);
-    let left: Vec<String> = grants(admin).await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    let left: Vec<String> = admin.grants().await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
     assert!(!left.contains(&on_table), "the dropped table's grant is gone: {left:?}");
     assert!(!left.contains(&on_namespace), "the dropped namespace's grant is gone: {left:?}");
     assert!(left.contains(&on_db), "the grant on what was not dropped stays: {left:?}");
@@ -120,7 +115,7 @@ async fn start_up_settles_what_a_crash_left_half_done() {
     assert_eq!(s.get("/namespaces/half").await.0, 200, "the created namespace got its owner");
     let (_, top) = s.get("/namespaces").await;
     assert_eq!(top["namespaces"], json!([["half"], ["kept"]]));
-    let ids: Vec<String> = grants(&s).await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
+    let ids: Vec<String> = s.grants().await.iter().map(|g| g["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(ids, ["g-kept"], "the dropped namespace's grant went; the other stayed");
     let dir = s.stop();
     let file = dir.path().join("data/catalog.redb");

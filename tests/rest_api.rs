@@ -4,15 +4,11 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{assert_error, schema, Server};
+use support::{assert_error, namespace_names, schema, Server};
 
+/// The namespaces of a listing, dotted.
 fn names(body: &Value) -> Vec<String> {
-    body["namespaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|ns| ns.as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect::<Vec<_>>().join("."))
-        .collect()
+    namespace_names(body).iter().map(|ns| ns.join(".")).collect()
 }
 
 #[tokio::test]

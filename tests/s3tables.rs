@@ -6,40 +6,14 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::moto::Moto;
+use support::moto::{aws_mount, s3_storage, sts_vending, Moto, KEYS, VEND_ROLE};
 use support::python::pytest_with;
 use support::{assert_error, assert_history, race_appends, schema, Api, Server};
 
-/// The keys moto accepts; the host signs with them, the component never sees them.
-const KEYS: &[(&str, &str)] = &[("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")];
-
 fn config_text(s3tables_url: &str, moto: &str, arn: &str) -> String {
-    format!(
-        r#"
-[storage.s3]
-endpoint = "{moto}"
-region = "us-east-1"
-path_style = true
-access_key_id = "testing"
-secret_access_key = "testing"
-
-[storage.vending]
-mode = "sts"
-role_arn = "arn:aws:iam::123456789012:role/rustberg-vend"
-
-[mount.tables]
-backend = "s3tables"
-catalog_url = "{s3tables_url}"
-warehouse_location = "s3://*--table-s3"
-owner = "default"
-[mount.tables.config]
-table_bucket_arn = "{arn}"
-[mount.tables.auth]
-kind = "aws-sigv4"
-service = "s3tables"
-region = "us-east-1"
-"#
-    )
+    let mount =
+        aws_mount("tables", "s3tables", s3tables_url, "s3://*--table-s3", "s3tables", &[("table_bucket_arn", arn)]);
+    s3_storage(moto, "testing", "testing") + &sts_vending(VEND_ROLE, None) + &mount
 }
 
 /// moto with a table bucket, and a server mounting it as `tables`.
@@ -191,16 +165,7 @@ async fn a_location_assigned_outside_the_mounts_pattern_is_refused_before_anythi
             r#"
 [storage]
 warehouse_location = "s3://lake/warehouse"
-[storage.s3]
-endpoint = "{moto}"
-region = "us-east-1"
-path_style = true
-access_key_id = "testing"
-secret_access_key = "testing"
-[storage.vending]
-mode = "sts"
-role_arn = "arn:aws:iam::123456789012:role/rustberg-vend"
-
+{storage}{vending}
 [mount.rogue]
 backend = "{wasm}"
 grants = ["http"]
@@ -210,7 +175,8 @@ owner = "default"
 [mount.rogue.config]
 assign = "{assigned}"
 "#,
-            moto = moto.url,
+            storage = s3_storage(&moto.url, "testing", "testing"),
+            vending = sts_vending(VEND_ROLE, None),
             wasm = support::components_dir().join("rogue-placer.wasm").display(),
         );
         let server = Server::start(&config);

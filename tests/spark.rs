@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use support::moto::Moto;
+use support::moto::{s3_storage, sts_vending, Moto};
 use support::python::{repo_root, run_pytest_in, venv_with};
 use support::{postgres_database, Server};
 
@@ -22,14 +22,12 @@ async fn spark_sql_end_to_end() {
     let server = Server::try_start_with_env(
         &format!(
             // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
-            "[auth]\ntoken_lifetime_secs = 20\n\
-             [storage.s3]\nendpoint = \"{moto}\"\nregion = \"us-east-1\"\npath_style = true\n\
-             access_key_id = \"AKIAIOSFODNN7EXAMPLE\"\nsecret_access_key = \"server-secret\"\n\
-             [storage.vending]\nmode = \"sts\"\nrole_arn = \"arn:aws:iam::123456789012:role/lake\"\nsts_endpoint = \"{moto}\"\n\
+            "[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}\
              [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{dir}/pg\"\nowner = \"acme\"\n\
              [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{remote}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n\
              [mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{dir}/lake.redb\"\nwarehouse_location = \"s3://lake/warehouse\"\nowner = \"acme\"\n",
-            moto = moto.url,
+            storage = s3_storage(&moto.url, "AKIAIOSFODNN7EXAMPLE", "server-secret"),
+            vending = sts_vending("arn:aws:iam::123456789012:role/lake", Some(&moto.url)),
             dir = mounts.path().display(),
             remote = remote.base
         ),

@@ -9,7 +9,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use support::moto::Moto;
+use support::moto::{s3_storage, sts_vending, Moto};
 use support::python::run_pytest;
 use support::{assert_error, hash_secret, schema, Api, Server};
 
@@ -87,18 +87,7 @@ fn s3_config(moto: &Moto, sts_endpoint: &str, mount_dir: &std::path::Path) -> St
 [storage]
 warehouse_location = "s3://lake/warehouse"
 
-[storage.s3]
-endpoint = "{moto}"
-region = "us-east-1"
-path_style = true
-access_key_id = "AKIAIOSFODNN7EXAMPLE"
-secret_access_key = "server-secret"
-
-[storage.vending]
-mode = "sts"
-role_arn = "{ROLE}"
-sts_endpoint = "{sts_endpoint}"
-
+{storage}{vending}
 [auth.principals.writer]
 tenant = "lake"
 role = "writer"
@@ -115,7 +104,8 @@ catalog_url = "redb://{mount}/side.redb"
 warehouse_location = "s3://lake/side-warehouse"
 owner = "lake"
 "#,
-        moto = moto.url,
+        storage = s3_storage(&moto.url, "AKIAIOSFODNN7EXAMPLE", "server-secret"),
+        vending = sts_vending(ROLE, Some(sts_endpoint)),
         writer = hash_secret("writer-secret"),
         reader = hash_secret("reader-secret"),
         mount = mount_dir.display(),

@@ -306,6 +306,20 @@ impl Api {
         status_json(r).await
     }
 
+    /// Makes a grant (as this caller, who must be allowed to); the grant made.
+    pub async fn grant(&self, body: Value) -> Value {
+        let (status, granted) = self.send(reqwest::Method::POST, "/management/v1/grants", Some(body)).await;
+        assert_eq!(status, 201, "{granted}");
+        granted
+    }
+
+    /// Every grant this caller may see.
+    pub async fn grants(&self) -> Vec<Value> {
+        let (status, body) = self.send(reqwest::Method::GET, "/management/v1/grants", None).await;
+        assert_eq!(status, 200, "{body}");
+        body["grants"].as_array().unwrap().clone()
+    }
+
     /// A request to any path of the server, e.g. `/management/v1/grants`.
     pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
@@ -321,6 +335,11 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The namespaces of a listNamespaces answer, each as its levels.
+pub fn namespace_names(body: &Value) -> Vec<Vec<String>> {
+    serde_json::from_value(body["namespaces"].clone()).unwrap()
 }
 
 async fn status_json(r: reqwest::Response) -> (u16, Value) {

@@ -5,6 +5,46 @@ use std::time::Duration;
 
 use super::python::{venv, venv_with};
 
+/// The keys moto accepts, for a mount's host-held credentials (`aws_mount`): the host
+/// signs with them, the component never sees them.
+pub const KEYS: &[(&str, &str)] = &[("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")];
+
+/// The role STS vending assumes in the tests.
+pub const VEND_ROLE: &str = "arn:aws:iam::123456789012:role/rustberg-vend";
+
+/// A mount of an AWS service's `backend` (glue, s3tables) at `url`, requests signed for
+/// `service` with the host's `KEYS`, and the mount's `config` settings.
+pub fn aws_mount(
+    name: &str,
+    backend: &str,
+    url: &str,
+    warehouse: &str,
+    service: &str,
+    config: &[(&str, &str)],
+) -> String {
+    let settings: String = config.iter().map(|(k, v)| format!("{k} = \"{v}\"\n")).collect();
+    format!(
+        "[mount.{name}]\nbackend = \"{backend}\"\ncatalog_url = \"{url}\"\nwarehouse_location = \"{warehouse}\"\n\
+         owner = \"default\"\n[mount.{name}.config]\n{settings}\
+         [mount.{name}.auth]\nkind = \"aws-sigv4\"\nservice = \"{service}\"\nregion = \"us-east-1\"\n"
+    )
+}
+
+/// `[storage.s3]` at `endpoint` (moto's), the server's own keys `access_key`:`secret`.
+pub fn s3_storage(endpoint: &str, access_key: &str, secret: &str) -> String {
+    format!(
+        "[storage.s3]\nendpoint = \"{endpoint}\"\nregion = \"us-east-1\"\npath_style = true\n\
+         access_key_id = \"{access_key}\"\nsecret_access_key = \"{secret}\"\n"
+    )
+}
+
+/// `[storage.vending]` through STS assuming `role`, at `endpoint` (by default the S3
+/// endpoint's).
+pub fn sts_vending(role: &str, endpoint: Option<&str>) -> String {
+    let endpoint = endpoint.map(|e| format!("sts_endpoint = \"{e}\"\n")).unwrap_or_default();
+    format!("[storage.vending]\nmode = \"sts\"\nrole_arn = \"{role}\"\n{endpoint}")
+}
+
 /// A moto server on a free port with one bucket, until dropped.
 pub struct Moto {
     child: Child,
