@@ -8,11 +8,11 @@ use axum::http::request::Parts;
 use axum::http::HeaderName;
 use axum::Extension;
 
-use super::members::{self, Kind};
+use super::members::{self, Kind, Resolved};
 use super::{Endpoint, State};
 use crate::audit::Vend;
 use crate::auth::Caller;
-use crate::authz::{Privilege, Resource};
+use crate::authz::{Access, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::storage::location::Location;
@@ -54,11 +54,12 @@ pub fn wants_vended(delegation: Option<&str>) -> bool {
 }
 
 /// Vends credentials for the table at `location` in `mount`: read-write when the
-/// caller may write the table (and the mount is writable), read-only otherwise.
-/// A mount without a warehouse here (a remote catalog) gets nothing from this server.
+/// caller (`authz`, its access as the request read it) may write the table and the
+/// mount is writable, read-only otherwise. A mount without a warehouse here (a remote
+/// catalog) gets nothing from this server.
 pub async fn vend(
     state: &super::AppState,
-    caller: &Caller,
+    authz: &Access,
     mount: &Mount,
     namespace: &[String],
     name: &str,
@@ -66,23 +67,17 @@ pub async fn vend(
 ) -> Option<Vended> {
     mount.served_files()?;
     let resource = Resource::table(namespace, name);
-    let authz = match state.authz.access(caller.0.clone()).await {
-        Ok(authz) => authz,
-        Err(e) => {
-            tracing::warn!(table = %resource, error = %e, "no credentials vended: cannot check access");
-            return None;
-        }
-    };
+    let caller = &authz.caller;
     let held = authz.held(&resource);
     let access = if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
         DataAccess::ReadWrite
     } else {
         DataAccess::Read
     };
-    let vended = state.vendor.vend(location, access, &caller.0.name).await;
+    let vended = state.vendor.vend(location, access, &caller.name).await;
     let audited = match &vended {
         Ok(vended) => {
-            tracing::info!(table = %resource, caller = %caller.0.name, ?access, prefix = %vended.prefix, "credentials vended");
+            tracing::info!(table = %resource, caller = %caller.name, ?access, prefix = %vended.prefix, "credentials vended");
             let access = match access {
                 DataAccess::Read => "read",
                 DataAccess::ReadWrite => "read-write",
@@ -91,11 +86,11 @@ pub async fn vend(
         }
         // Vending switched off is a choice, not a failure: said once per request, quietly.
         Err(reason @ Refusal::Off) => {
-            tracing::info!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
+            tracing::info!(table = %resource, caller = %caller.name, %reason, "no credentials vended");
             Vend::Refused { reason: reason.to_string() }
         }
         Err(reason) => {
-            tracing::warn!(table = %resource, caller = %caller.0.name, %reason, "no credentials vended");
+            tracing::warn!(table = %resource, caller = %caller.name, %reason, "no credentials vended");
             Vend::Refused { reason: reason.to_string() }
         }
     };
@@ -111,13 +106,12 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<axum::Json<serde_json::Value>, Error> {
-    let ns = super::parse_namespace(&raw)?;
-    let (mount, ident) =
-        members::resolve(&state, caller.clone(), &raw, name.clone(), Privilege::Read, Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
+    let Resolved { mount, ident, access } = &resolved;
     mount.require_endpoint(Endpoint::LoadCredentials, None)?;
-    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
+    let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
     let location = tables::location(mount, &loaded.held)?;
-    let list = match vend(&state, &caller, mount, &ns, &name, &location).await {
+    let list = match vend(&state, access, mount, &resolved.namespace(), &ident.name, &location).await {
         Some(vended) => vended.to_value(),
         None => serde_json::json!([]),
     };

@@ -212,7 +212,15 @@ async fn vend_anew(state: &AppState, caller: &Caller, revend: &Revend, body: Vec
     let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&body) else { return body };
     let (mount, _) = state.mounts.route(&revend.namespace);
     let Some(location) = mount.warehouse.as_ref().and_then(|w| w.locate(&revend.location).ok()) else { return body };
-    if let Some(vended) = credentials::vend(state, caller, mount, &revend.namespace, &revend.table, &location).await {
+    // The replay reads the caller's access once, here: it made no other check.
+    let access = match state.authz.access(caller.0.clone()).await {
+        Ok(access) => access,
+        Err(e) => {
+            tracing::warn!(table = %revend.table, error = %e, "no credentials vended: cannot check access");
+            return body;
+        }
+    };
+    if let Some(vended) = credentials::vend(state, &access, mount, &revend.namespace, &revend.table, &location).await {
         json["storage-credentials"] = vended.to_value();
         if let Some(config) = json.get_mut("config").and_then(|c| c.as_object_mut()) {
             config.extend(vended.config.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))));

@@ -49,6 +49,27 @@ impl Kind {
     }
 }
 
+/// A table or view the caller may act on, in its mount, with the caller's access as
+/// it was read for the check (a vend after a load decides with it, not a second read).
+pub struct Resolved<'s> {
+    pub mount: &'s Mount,
+    pub ident: Ident,
+    pub access: Access,
+}
+
+impl Resolved<'_> {
+    /// The namespace as the client names it (the mount name restored), without parsing
+    /// the path again.
+    pub fn namespace(&self) -> Vec<String> {
+        self.mount.restore(self.ident.namespace.clone())
+    }
+
+    /// The table or view as a grant names it.
+    pub fn resource(&self, kind: Kind) -> Resource {
+        kind.named(self.namespace(), self.ident.name.clone())
+    }
+}
+
 /// Checks that the caller holds `needed` on a table or view and resolves it to its
 /// mount: a mount root holds none, and a write under a read-only mount is refused.
 pub async fn resolve<'s>(
@@ -58,10 +79,24 @@ pub async fn resolve<'s>(
     name: String,
     needed: Privilege,
     kind: Kind,
-) -> Result<(&'s Mount, Ident), Error> {
+) -> Result<Resolved<'s>, Error> {
     // An empty segment is the empty namespace (it has no level to parse).
     let namespace = if raw_ns.is_empty() { Vec::new() } else { parse_namespace(raw_ns)? };
-    resolve_with(state, &state.authz.access(caller.0).await?, namespace, name, needed, kind)
+    resolve_parsed(state, caller, namespace, name, needed, kind).await
+}
+
+/// As [`resolve`], for a namespace the handler has parsed already.
+pub async fn resolve_parsed<'s>(
+    state: &'s AppState,
+    caller: Caller,
+    namespace: Vec<String>,
+    name: String,
+    needed: Privilege,
+    kind: Kind,
+) -> Result<Resolved<'s>, Error> {
+    let access = state.authz.access(caller.0).await?;
+    let (mount, ident) = resolve_with(state, &access, namespace, name, needed, kind)?;
+    Ok(Resolved { mount, ident, access })
 }
 
 /// As [`resolve`], for a namespace already parsed and a caller's access already read
@@ -95,17 +130,18 @@ pub fn resolve_with<'s>(
     Ok((mount, Ident { namespace, name: name.unwrap_or_default() }))
 }
 
-/// Checks write access to the namespace a new table or view goes into and resolves it.
+/// Checks write access to the namespace a new table or view goes into and resolves it:
+/// its mount, its names there, and the caller's access.
 pub async fn resolve_namespace<'s>(
     state: &'s AppState,
     caller: Caller,
     ns: &[String],
-) -> Result<(&'s Mount, Vec<String>), Error> {
+) -> Result<(&'s Mount, Vec<String>, Access), Error> {
     let access = state.authz.access(caller.0).await?;
     access.require(&Resource::Namespace(ns.to_vec()), Privilege::Write, no_such_namespace(ns))?;
     let (mount, local) = state.mounts.route_container(ns)?;
     mount.check_writable()?;
-    Ok((mount, local.to_vec()))
+    Ok((mount, local.to_vec(), access))
 }
 
 pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {

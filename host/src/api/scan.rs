@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::credentials::{self, Delegation};
-use super::members::{self, Kind};
-use super::{parse_namespace, AppState, Endpoint, Json, State};
+use super::members::{self, Kind, Resolved};
+use super::{AppState, Endpoint, Json, State};
 use crate::auth::Caller;
 use crate::authz::Privilege;
 use crate::error::Error;
@@ -34,9 +34,10 @@ fn space(kind: &str, raw: &str, name: &str) -> String {
     format!("{kind}:{raw}\u{1f}{name}")
 }
 
-/// A table opened for planning: its mount, metadata and checked location.
+/// A table opened for planning: where it was resolved (and the caller's access),
+/// its metadata and its checked location.
 struct Opened<'s> {
-    mount: &'s Mount,
+    resolved: Resolved<'s>,
     metadata: TableMetadata,
     location: Location,
 }
@@ -49,28 +50,31 @@ async fn open<'s>(
     name: &str,
     delegation: Option<String>,
 ) -> Result<Opened<'s>, Error> {
-    let (mount, ident) = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
+    let resolved = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
+    let Resolved { mount, ident, .. } = &resolved;
     mount.require_endpoint(
         Endpoint::PlanTableScan,
         Some("its manifests are not in storage this server manages, so it cannot plan scans"),
     )?;
-    let pointer = tables::load(mount, &ident, delegation).await?;
+    let pointer = tables::load(mount, ident, delegation).await?;
     let metadata = tables::current_metadata(mount, &pointer).await?;
     let location = tables::table_location(mount, &metadata)?;
-    Ok(Opened { mount, metadata, location })
+    Ok(Opened { resolved, metadata, location })
 }
 
 /// A completed plan's body from `offset` on, with plan tasks for whatever does not fit.
 async fn completed(
     state: &AppState,
-    table: Opened<'_>,
+    mount: &Mount,
+    location: &Location,
+    metadata: TableMetadata,
     signed: &Signed,
     task_space: &str,
 ) -> Result<serde_json::Map<String, Value>, Error> {
-    let warehouse = table.mount.served_files().ok_or_else(|| {
-        Error::Unsupported(format!("{} does not let this server read its manifests", table.mount.label()))
-    })?;
-    let plan = scan::plan(warehouse, &table.location, table.metadata, &signed.request).await?;
+    let warehouse = mount
+        .served_files()
+        .ok_or_else(|| Error::Unsupported(format!("{} does not let this server read its manifests", mount.label())))?;
+    let plan = scan::plan(warehouse, location, metadata, &signed.request).await?;
     let (tasks, delete_files) = plan.slice(signed.offset, TASKS_PER_RESPONSE);
     let mut body = serde_json::Map::new();
     body.insert("status".into(), json!("completed"));
@@ -98,21 +102,22 @@ pub async fn plan(
     Delegation(delegation): Delegation,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller.clone(), &raw, &name, delegation.clone()).await?;
+    let table = open(&state, caller, &raw, &name, delegation.clone()).await?;
     // The plan id must name this plan even after the table moves on (an incremental
     // range names its end already).
     if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
         request.snapshot_id = table.metadata.current_snapshot().map(|s| s.snapshot_id());
     }
-    let (mount, location) = (table.mount, table.location.clone());
+    let Opened { resolved, metadata, location } = table;
     let signed = Signed { request, offset: 0 };
-    let mut body = completed(&state, table, &signed, &space("plan-task", &raw, &name)).await?;
+    let task_space = space("plan-task", &raw, &name);
+    let mut body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
     let plan_id =
         state.tokens.issue(&space("plan", &raw, &name), &serde_json::to_string(&signed).expect("serializable"));
     body.insert("plan-id".into(), json!(plan_id));
     if credentials::wants_vended(delegation.as_deref()) {
-        let ns = parse_namespace(&raw)?;
-        if let Some(vended) = credentials::vend(&state, &caller, mount, &ns, &name, &location).await {
+        let (mount, ns) = (resolved.mount, resolved.namespace());
+        if let Some(vended) = credentials::vend(&state, &resolved.access, mount, &ns, &name, &location).await {
             body.insert("storage-credentials".into(), vended.to_value());
         }
     }
@@ -138,9 +143,10 @@ pub async fn fetch_result(
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } = open(&state, caller, &raw, &name, delegation).await?;
     let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
-    let body = completed(&state, table, &signed, &space("plan-task", &raw, &name)).await?;
+    let task_space = space("plan-task", &raw, &name);
+    let body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
     Ok(axum::Json(Value::Object(body)))
 }
 
@@ -170,11 +176,11 @@ pub async fn fetch_tasks(
     Delegation(delegation): Delegation,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } = open(&state, caller, &raw, &name, delegation).await?;
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;
-    let mut body = completed(&state, table, &task, &task_space).await?;
+    let mut body = completed(&state, resolved.mount, &location, metadata, &task, &task_space).await?;
     body.remove("status");
     Ok(axum::Json(Value::Object(body)))
 }

@@ -7,14 +7,14 @@ use axum::Extension;
 
 use super::credentials::{self, Delegation};
 use super::idempotency::{Revend, Secrets};
-use super::members::{self, Kind};
+use super::members::{self, Kind, Resolved};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
     RenameTableRequest, TableResult,
 };
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Effect, Privilege, Resource};
+use crate::authz::{Effect, Privilege};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
@@ -42,7 +42,7 @@ pub async fn create(
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = members::resolve_namespace(&state, caller.clone(), &ns).await?;
+    let (mount, local, access) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     if stage && mount.backend.places_tables() {
@@ -65,7 +65,7 @@ pub async fn create(
         if !wants_vended {
             return None;
         }
-        credentials::vend(&state, &caller, mount, &ns, &ident.name, &placement.location).await
+        credentials::vend(&state, &access, mount, &ns, &ident.name, &placement.location).await
     };
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
@@ -132,10 +132,11 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<Response, Error> {
-    let (mount, ident) = members::resolve(&state, caller.clone(), &raw, name, Privilege::Read, Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
+    let Resolved { mount, ident, access } = &resolved;
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
-    let loaded = tables::servable(mount, tables::load(mount, &ident, delegation).await?).await?;
+    let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
     let pointer = &loaded.pointer;
     if !vending {
         return Ok(TableResult {
@@ -147,9 +148,9 @@ pub async fn load(
         .into_response());
     }
     let location = tables::location(mount, &loaded.held)?;
-    let ns = parse_namespace(&raw)?;
     // Boxed: vending's future would size every load's, and most loads vend nothing.
-    let vended = Box::pin(credentials::vend(&state, &caller, mount, &ns, &ident.name, &location)).await;
+    let vended =
+        Box::pin(credentials::vend(&state, access, mount, &resolved.namespace(), &ident.name, &location)).await;
     let (config, storage_credentials) = with_vended(&pointer.config, vended);
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
@@ -165,7 +166,8 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
     tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -175,12 +177,12 @@ pub async fn commit(
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitTableRequest>,
 ) -> Result<Response, Error> {
-    if let Some(id) = &req.identifier {
-        if id.name != name || id.namespace != parse_namespace(&raw)? {
-            return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
-        }
+    let ns = parse_namespace(&raw)?;
+    if req.identifier.as_ref().is_some_and(|id| id.name != name || id.namespace != ns) {
+        return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
     }
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve_parsed(&state, caller, ns, name, Privilege::Write, Kind::Table).await?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -197,9 +199,9 @@ pub async fn drop(
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
-    let resource = Resource::table(&parse_namespace(&raw)?, &name);
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
-    let dropped = tables::drop_table(mount, &ident, q.purge());
+    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
+    let resource = resolved.resource(Kind::Table);
+    let dropped = tables::drop_table(resolved.mount, &resolved.ident, q.purge());
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -211,7 +213,7 @@ pub async fn register(
     Json(req): Json<RegisterTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
     Ok(TableResult {
@@ -238,7 +240,8 @@ pub async fn report_metrics(
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name.clone(), Privilege::Read, Kind::Table).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve(&state, caller, &raw, name.clone(), Privilege::Read, Kind::Table).await?;
     tables::load(mount, &ident, None).await?;
     let kind = match report.get("report-type").and_then(|v| v.as_str()) {
         Some(kind @ ("scan-report" | "commit-report")) => kind,

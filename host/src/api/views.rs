@@ -11,11 +11,11 @@ use iceberg::spec::{Schema, ViewVersion};
 use iceberg::ViewUpdate;
 use serde::Deserialize;
 
-use super::members::{self, Kind};
+use super::members::{self, Kind, Resolved};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
 use super::{parse_namespace, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Effect, Privilege, Resource};
+use crate::authz::{Effect, Privilege};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
@@ -72,7 +72,7 @@ pub async fn create(
         return Err(Error::BadRequest("the view name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
@@ -85,7 +85,8 @@ pub async fn load(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
     let loaded = tables::servable(mount, views::load(mount, &ident).await?).await?;
     Ok(result(&loaded.pointer.metadata_location, loaded.held.json.clone()))
 }
@@ -95,7 +96,8 @@ pub async fn exists(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::View).await?;
     views::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
 }
 
@@ -105,7 +107,8 @@ pub async fn replace(
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitViewRequest>,
 ) -> Result<Response, Error> {
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
+    let Resolved { mount, ident, .. } =
+        members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
@@ -115,9 +118,9 @@ pub async fn drop(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let resource = Resource::View { namespace: parse_namespace(&raw)?, name: name.clone() };
-    let (mount, ident) = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
-    let dropped = views::drop_view(mount, &ident);
+    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::View).await?;
+    let resource = resolved.resource(Kind::View);
+    let dropped = views::drop_view(resolved.mount, &resolved.ident);
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -129,7 +132,7 @@ pub async fn register(
     Json(req): Json<RegisterViewRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
-    let (mount, local) = members::resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
