@@ -2,11 +2,13 @@
 //! path as the spec writes them, its operation's name, whether it changes a catalog,
 //! and what a backend must declare for a mount of it to serve the endpoint.
 //! The router (`api::router`, which gives each its handler), the list `/v1/config`
-//! advertises, what the pipeline detaches and makes idempotent, and the route template
-//! metrics and audit records carry all come from this one list.
+//! advertises, what the pipeline detaches and makes idempotent, the privilege a handler
+//! demands, and the route template metrics and audit records carry all come from this
+//! one list.
 
 use axum::http::{Method, Uri};
 
+use crate::authz::Privilege;
 use crate::error::Error;
 use crate::plugins::bindings::Features;
 
@@ -59,6 +61,13 @@ macro_rules! endpoints {
                 match self {
                     $(Endpoint::$name => $operation,)*
                 }
+            }
+
+            /// What the caller must hold on the namespace, table or view it names: a
+            /// change needs write, anything else read. (A new root namespace asks the
+            /// caller's tenant role instead: it has no parent to hold anything on.)
+            pub fn privilege(self) -> Privilege {
+                if self.mutating() { Privilege::Write } else { Privilege::Read }
             }
 
             /// Whether it changes a catalog.

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 
 use super::listing_bodies::ListTablesResponse;
 use super::model::{ListQuery, RenameTableRequest};
-use super::{parse_namespace, AppState};
+use super::{parse_namespace, AppState, Endpoint};
 use crate::auth::Caller;
 use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::error::Error;
@@ -152,13 +152,14 @@ pub fn no_such_namespace(ns: &[String]) -> impl FnOnce() -> Error + '_ {
 pub async fn list(
     state: &AppState,
     caller: Caller,
+    endpoint: Endpoint,
     raw: &str,
     q: ListQuery,
     kind: Kind,
 ) -> Result<ListTablesResponse, Error> {
     let ns = parse_namespace(raw)?;
     let access = state.authz.access(caller.0).await?;
-    access.require(&Resource::Namespace(ns.clone()), Privilege::Read, no_such_namespace(&ns))?;
+    access.require(&Resource::Namespace(ns.clone()), endpoint.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
         // A mount root holds namespaces only.
@@ -209,6 +210,7 @@ pub async fn list(
 pub async fn rename(
     state: &AppState,
     caller: Caller,
+    endpoint: Endpoint,
     req: RenameTableRequest,
     kind: Kind,
 ) -> Result<StatusCode, Error> {
@@ -219,9 +221,10 @@ pub async fn rename(
     let access = state.authz.access(caller.0).await?;
     let from = kind.resource(&source.namespace, &source.name);
     let to = kind.resource(&destination.namespace, &destination.name);
-    access.require(&from, Privilege::Write, kind.missing(&source.namespace, &source.name))?;
+    let needed = endpoint.privilege();
+    access.require(&from, needed, kind.missing(&source.namespace, &source.name))?;
     let destination_ns = Resource::Namespace(destination.namespace.clone());
-    access.require(&destination_ns, Privilege::Write, no_such_namespace(&destination.namespace))?;
+    access.require(&destination_ns, needed, no_such_namespace(&destination.namespace))?;
     let (mount, from_local) = state.mounts.route_container(&source.namespace)?;
     let (to_mount, to_local) = state.mounts.route_container(&destination.namespace)?;
     if !std::ptr::eq(mount, to_mount) {

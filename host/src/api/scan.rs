@@ -13,7 +13,6 @@ use super::credentials::{self, Delegation};
 use super::members::{self, Kind, Resolved};
 use super::{AppState, Endpoint, Json, State};
 use crate::auth::Caller;
-use crate::authz::Privilege;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::scan::{self, PlanRequest, TASKS_PER_RESPONSE};
@@ -46,11 +45,12 @@ struct Opened<'s> {
 async fn open<'s>(
     state: &'s AppState,
     caller: Caller,
+    endpoint: Endpoint,
     raw: &str,
     name: &str,
     delegation: Option<String>,
 ) -> Result<Opened<'s>, Error> {
-    let resolved = members::resolve(state, caller, raw, name.to_string(), Privilege::Read, Kind::Table).await?;
+    let resolved = members::resolve(state, caller, raw, name.to_string(), endpoint.privilege(), Kind::Table).await?;
     let Resolved { mount, ident, .. } = &resolved;
     mount.require_endpoint(
         Endpoint::PlanTableScan,
@@ -98,11 +98,12 @@ async fn completed(
 pub async fn plan(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, &raw, &name, delegation.clone()).await?;
+    let table = open(&state, caller, endpoint, &raw, &name, delegation.clone()).await?;
     // The plan id must name this plan even after the table moves on (an incremental
     // range names its end already).
     if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
@@ -140,10 +141,11 @@ fn verify_plan_id(state: &AppState, raw: &str, name: &str, plan_id: &str) -> Res
 pub async fn fetch_result(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<axum::Json<Value>, Error> {
-    let Opened { resolved, metadata, location } = open(&state, caller, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } = open(&state, caller, endpoint, &raw, &name, delegation).await?;
     let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
     let task_space = space("plan-task", &raw, &name);
     let body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
@@ -154,10 +156,11 @@ pub async fn fetch_result(
 pub async fn cancel(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<StatusCode, Error> {
-    open(&state, caller, &raw, &name, delegation).await?;
+    open(&state, caller, endpoint, &raw, &name, delegation).await?;
     verify_plan_id(&state, &raw, &name, &plan_id)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -172,11 +175,12 @@ pub struct FetchScanTasksRequest {
 pub async fn fetch_tasks(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let Opened { resolved, metadata, location } = open(&state, caller, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } = open(&state, caller, endpoint, &raw, &name, delegation).await?;
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;

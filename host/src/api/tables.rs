@@ -12,9 +12,9 @@ use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
     RenameTableRequest, TableResult,
 };
-use super::{parse_namespace, Json, Query, State};
+use super::{parse_namespace, Endpoint, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Effect, Privilege};
+use crate::authz::Effect;
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
@@ -25,10 +25,11 @@ use crate::tables::{self, NewTable, TableChange};
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    members::list(&state, caller, &raw, q, Kind::Table).await
+    members::list(&state, caller, endpoint, &raw, q, Kind::Table).await
 }
 
 pub async fn create(
@@ -129,10 +130,11 @@ fn with_vended(config: &[(String, String)], vended: Option<Vended>) -> (Vec<(Str
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<Response, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
@@ -164,16 +166,18 @@ pub async fn load(
 pub async fn exists(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name, Privilege::Read, Kind::Table).await?;
+        members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
     tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn commit(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitTableRequest>,
 ) -> Result<Response, Error> {
@@ -182,7 +186,7 @@ pub async fn commit(
         return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
     }
     let Resolved { mount, ident, .. } =
-        members::resolve_parsed(&state, caller, ns, name, Privilege::Write, Kind::Table).await?;
+        members::resolve_parsed(&state, caller, ns, name, endpoint.privilege(), Kind::Table).await?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -196,10 +200,11 @@ pub async fn commit(
 pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, Privilege::Write, Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
     let resource = resolved.resource(Kind::Table);
     let dropped = tables::drop_table(resolved.mount, &resolved.ident, q.purge());
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
@@ -228,20 +233,22 @@ pub async fn register(
 pub async fn rename(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    members::rename(&state, caller, req, Kind::Table).await
+    members::rename(&state, caller, endpoint, req, Kind::Table).await
 }
 
 /// reportMetrics: accepted and logged.
 pub async fn report_metrics(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name.clone(), Privilege::Read, Kind::Table).await?;
+        members::resolve(&state, caller, &raw, name.clone(), endpoint.privilege(), Kind::Table).await?;
     tables::load(mount, &ident, None).await?;
     let kind = match report.get("report-type").and_then(|v| v.as_str()) {
         Some(kind @ ("scan-report" | "commit-report")) => kind,
@@ -259,6 +266,7 @@ pub async fn report_metrics(
 pub async fn commit_transaction(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<CommitTransactionRequest>,
 ) -> Result<StatusCode, Error> {
     if req.table_changes.is_empty() {
@@ -276,7 +284,7 @@ pub async fn commit_transaction(
             return Err(Error::BadRequest(format!("table {}.{} appears twice", id.namespace.join("."), id.name)));
         }
         let (this, ident) =
-            members::resolve_with(&state, &access, id.namespace, id.name, Privilege::Write, Kind::Table)?;
+            members::resolve_with(&state, &access, id.namespace, id.name, endpoint.privilege(), Kind::Table)?;
         if let Some(first) = mount.filter(|m| !std::ptr::eq(*m, this)) {
             return Err(Error::Unsupported(format!(
                 "a transaction cannot span {} and {}",
