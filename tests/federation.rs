@@ -1,5 +1,5 @@
-//! Federation with native mounts: one behaviour suite over the root catalog, a redb
-//! mount and a Postgres mount; then a test for each rule of the mount table.
+//! Federation with native mounts: a test for each rule of the mount table. (The
+//! behaviour every kind of mount shares is `tests/behaviour.rs`.)
 
 mod support;
 
@@ -7,94 +7,7 @@ use std::collections::BTreeSet;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, components_dir, hash_secret, namespace_names, postgres_database, schema, Api, Server};
-
-fn ns_path(parts: &[&str]) -> String {
-    parts.join("%1F")
-}
-
-fn with(base: &[&str], more: &[&str]) -> Vec<String> {
-    base.iter().chain(more).map(|s| s.to_string()).collect()
-}
-
-/// Namespaces, tables, commits and paging under `base` (empty for the root catalog,
-/// `[mount]` for a mount). Everything a client sees carries the full names.
-async fn behaviour_suite(api: &Api, base: &[&str]) {
-    let at = |more: &[&str]| ns_path(&[base, more].concat());
-    let sales = with(base, &["sales"]);
-    assert_eq!(api.post("/namespaces", json!({"namespace": sales, "properties": {"a": "1"}})).await.0, 200);
-    assert_eq!(api.post("/namespaces", json!({"namespace": with(base, &["sales", "eu"])})).await.0, 200);
-    assert_error(&api.post("/namespaces", json!({"namespace": sales})).await, 409, "AlreadyExistsException");
-    let loaded = api.get(&format!("/namespaces/{}", at(&["sales"]))).await;
-    assert_eq!(loaded, (200, json!({"namespace": sales, "properties": {"a": "1"}})));
-    let children = api.get(&format!("/namespaces?parent={}", at(&["sales"]))).await;
-    assert_eq!(namespace_names(&children.1), vec![with(base, &["sales", "eu"])]);
-    let missing = api.get(&format!("/namespaces/{}", at(&["nope"]))).await;
-    assert_error(&missing, 404, "NoSuchNamespaceException");
-    let message = missing.1["error"]["message"].as_str().unwrap();
-    assert!(message.contains(&with(base, &["nope"]).join(".")), "errors carry the client's names: {message}");
-    let props = api.post(&format!("/namespaces/{}/properties", at(&["sales"])), json!({"removals": ["a", "zz"]})).await;
-    assert_eq!(props, (200, json!({"updated": [], "removed": ["a"], "missing": ["zz"]})));
-
-    // Tables and commits.
-    let tables = format!("/namespaces/{}/tables", at(&["sales"]));
-    let created = api.post(&tables, json!({"name": "orders", "schema": schema()})).await;
-    assert_eq!(created.0, 200, "{}", created.1);
-    let first = created.1["metadata-location"].as_str().unwrap().to_string();
-    let table = format!("{tables}/orders");
-    let uuid = created.1["metadata"]["table-uuid"].clone();
-    let commit = |k: &str| {
-        json!({"requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
-               "updates": [{"action": "set-properties", "updates": {k: "v"}}]})
-    };
-    let committed = api.post(&table, commit("k1")).await;
-    assert_eq!(committed.0, 200, "{}", committed.1);
-    assert_ne!(committed.1["metadata-location"], first.as_str());
-    let stale =
-        json!({"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}], "updates": []});
-    assert_error(&api.post(&table, stale).await, 409, "CommitFailedException");
-    assert_eq!(api.get(&table).await.1["metadata"]["properties"]["k1"], "v");
-    let listed = api.get(&tables).await.1;
-    assert_eq!(listed["identifiers"], json!([{"namespace": sales, "name": "orders"}]));
-    let rename = json!({"source": {"namespace": sales, "name": "orders"},
-                        "destination": {"namespace": with(base, &["sales", "eu"]), "name": "orders2"}});
-    assert_eq!(api.send(Method::POST, "/v1/catalog/tables/rename", Some(rename)).await.0, 204);
-    assert_eq!(api.head(&table).await, 404);
-    let moved = format!("/namespaces/{}/tables/orders2", at(&["sales", "eu"]));
-    assert_eq!(api.get(&moved).await.1["metadata-location"], committed.1["metadata-location"]);
-    assert_error(
-        &api.delete(&format!("/namespaces/{}", at(&["sales", "eu"]))).await,
-        409,
-        "NamespaceNotEmptyException",
-    );
-    assert_eq!(api.delete(&format!("{moved}?purgeRequested=true")).await.0, 204);
-
-    // Paging inside: 12 children, 5 at a time.
-    let pages_ns = with(base, &["pages"]);
-    assert_eq!(api.post("/namespaces", json!({"namespace": pages_ns})).await.0, 200);
-    let mut expected = vec![];
-    for i in 0..12 {
-        let child = with(base, &["pages", &format!("c{i:02}")]);
-        assert_eq!(api.post("/namespaces", json!({"namespace": child})).await.0, 200);
-        expected.push(child);
-    }
-    let (mut seen, mut token, mut sizes) = (vec![], String::new(), vec![]);
-    loop {
-        let page = api.get(&format!("/namespaces?parent={}&pageToken={token}&pageSize=5", at(&["pages"]))).await.1;
-        sizes.push(namespace_names(&page).len());
-        seen.extend(namespace_names(&page));
-        match page["next-page-token"].as_str() {
-            Some(next) => token = next.to_string(),
-            None => break,
-        }
-    }
-    assert_eq!(seen, expected);
-    assert_eq!(sizes[..2], [5, 5]);
-
-    for ns in [with(base, &["sales", "eu"]), sales] {
-        assert_eq!(api.delete(&format!("/namespaces/{}", ns.join("%1F"))).await.0, 204);
-    }
-}
+use support::{assert_error, components_dir, hash_secret, namespace_names, postgres_database, schema, Server};
 
 fn lake_config(dir: &std::path::Path, pg: Option<&str>) -> String {
     let mut toml = format!(
@@ -105,18 +18,6 @@ fn lake_config(dir: &std::path::Path, pg: Option<&str>) -> String {
         toml.push_str(&format!("[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{url}\"\nowner = \"default\"\n"));
     }
     toml
-}
-
-#[tokio::test]
-async fn one_behaviour_suite_over_root_redb_mount_and_postgres_mount() {
-    let pg = postgres_database().await;
-    let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&lake_config(dir.path(), pg.as_deref()));
-    behaviour_suite(&s, &[]).await;
-    behaviour_suite(&s, &["lake"]).await;
-    if pg.is_some() {
-        behaviour_suite(&s, &["pg"]).await;
-    }
 }
 
 #[tokio::test]
