@@ -103,11 +103,10 @@ pub async fn vend(
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<axum::Json<serde_json::Value>, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadCredentials, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
     mount.require_endpoint(Endpoint::LoadCredentials, None)?;
     let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;

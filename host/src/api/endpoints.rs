@@ -65,7 +65,9 @@ macro_rules! endpoints {
 
             /// What the caller must hold on the namespace, table or view it names: a
             /// change needs write, anything else read. (A new root namespace asks the
-            /// caller's tenant role instead: it has no parent to hold anything on.)
+            /// caller's tenant role instead: it has no parent to hold anything on.) Each
+            /// handler asks it of its own endpoint, a constant: handing the endpoint over
+            /// as a request extension cost a loadTable 600 instructions.
             pub fn privilege(self) -> Privilege {
                 if self.mutating() { Privilege::Write } else { Privilege::Read }
             }

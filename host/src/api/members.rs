@@ -70,19 +70,20 @@ impl Resolved<'_> {
     }
 }
 
-/// Checks that the caller holds `needed` on a table or view and resolves it to its
-/// mount: a mount root holds none, and a write under a read-only mount is refused.
+/// Checks that the caller holds what `endpoint` demands on a table or view and resolves
+/// it to its mount: a mount root holds none, and a write under a read-only mount is
+/// refused.
 pub async fn resolve<'s>(
     state: &'s AppState,
     caller: Caller,
     raw_ns: &str,
     name: String,
-    needed: Privilege,
+    endpoint: Endpoint,
     kind: Kind,
 ) -> Result<Resolved<'s>, Error> {
     // An empty segment is the empty namespace (it has no level to parse).
     let namespace = if raw_ns.is_empty() { Vec::new() } else { parse_namespace(raw_ns)? };
-    resolve_parsed(state, caller, namespace, name, needed, kind).await
+    resolve_parsed(state, caller, namespace, name, endpoint, kind).await
 }
 
 /// As [`resolve`], for a namespace the handler has parsed already.
@@ -91,11 +92,11 @@ pub async fn resolve_parsed<'s>(
     caller: Caller,
     namespace: Vec<String>,
     name: String,
-    needed: Privilege,
+    endpoint: Endpoint,
     kind: Kind,
 ) -> Result<Resolved<'s>, Error> {
     let access = state.authz.access(caller.0).await?;
-    let (mount, ident) = resolve_with(state, &access, namespace, name, needed, kind)?;
+    let (mount, ident) = resolve_with(state, &access, namespace, name, endpoint.privilege(), kind)?;
     Ok(Resolved { mount, ident, access })
 }
 

@@ -141,7 +141,6 @@ async fn list_top_level(
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let parent = match q.parent.as_deref() {
@@ -152,7 +151,11 @@ pub async fn list(
     if parent.is_empty() {
         return list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await;
     }
-    access.require(&Resource::Namespace(parent.clone()), endpoint.privilege(), no_such_namespace(&parent))?;
+    access.require(
+        &Resource::Namespace(parent.clone()),
+        Endpoint::ListNamespaces.privilege(),
+        no_such_namespace(&parent),
+    )?;
     let (mount, local) = state.mounts.route(&parent);
     let space = paging::listing(&mount.space, "namespaces", local);
     let ask = PageAsk::from_query(&state.tokens, &space, q.page_token.as_deref(), q.page_size);
@@ -170,7 +173,6 @@ pub async fn list(
 pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<CreateNamespaceRequest>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = req.namespace;
@@ -183,7 +185,11 @@ pub async fn create(
     if parent.is_empty() {
         access.require_create_root(&ns[0])?;
     } else {
-        access.require(&Resource::Namespace(parent.to_vec()), endpoint.privilege(), no_such_namespace(parent))?;
+        access.require(
+            &Resource::Namespace(parent.to_vec()),
+            Endpoint::CreateNamespace.privilege(),
+            no_such_namespace(parent),
+        )?;
     }
     let (mount, local) = state.mounts.route(&ns);
     let at = Routed { mount, local, ns: &ns };
@@ -195,35 +201,32 @@ pub async fn create(
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
     let access = state.authz.access(caller.0).await?;
-    access.require(&Resource::Namespace(ns.clone()), endpoint.privilege(), no_such_namespace(&ns))?;
+    access.require(&Resource::Namespace(ns.clone()), Endpoint::LoadNamespace.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     let properties = namespaces::load(Routed { mount, local, ns: &ns }).await?;
     Ok(axum::Json(NamespaceResponse { properties: properties.into_iter().collect(), namespace: ns }))
 }
 
-pub async fn exists(
-    state: State,
-    caller: Extension<Caller>,
-    endpoint: Extension<Endpoint>,
-    path: Path<String>,
-) -> Result<StatusCode, Error> {
-    load(state, caller, endpoint, path).await.map(|_| StatusCode::NO_CONTENT)
+pub async fn exists(state: State, caller: Extension<Caller>, path: Path<String>) -> Result<StatusCode, Error> {
+    load(state, caller, path).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
     let resource = Resource::Namespace(ns.clone());
-    state.authz.access(caller.0).await?.require(&resource, endpoint.privilege(), no_such_namespace(&ns))?;
+    state.authz.access(caller.0).await?.require(
+        &resource,
+        Endpoint::DropNamespace.privilege(),
+        no_such_namespace(&ns),
+    )?;
     let (mount, local) = state.mounts.route(&ns);
     namespaces::drop(&state.authz, &state.mounts, Routed { mount, local, ns: &ns }).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -232,7 +235,6 @@ pub async fn drop(
 pub async fn update_properties(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
     Json(req): Json<UpdatePropertiesRequest>,
 ) -> Result<impl IntoResponse, Error> {
@@ -242,7 +244,7 @@ pub async fn update_properties(
     }
     state.authz.access(caller.0).await?.require(
         &Resource::Namespace(ns.clone()),
-        endpoint.privilege(),
+        Endpoint::UpdateNamespaceProperties.privilege(),
         no_such_namespace(&ns),
     )?;
     let (mount, local) = state.mounts.route(&ns);

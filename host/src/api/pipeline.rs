@@ -58,7 +58,6 @@ pub async fn guarded(
     next: Next,
 ) -> Response {
     let mutating = guard.mutating(request.method());
-    let endpoint = guard.endpoint;
     let state = guard.state;
     let app = state.clone();
     // The rest boxed apart from the observing: each part of a request's future is then
@@ -70,10 +69,6 @@ pub async fn guarded(
                 Err(e) => return e.into_response(),
             };
             request.extensions_mut().insert(Caller(principal));
-            if let Some(endpoint) = endpoint {
-                // What the handler demands of the caller follows from it.
-                request.extensions_mut().insert(endpoint);
-            }
             if !mutating {
                 return next.run(request).await;
             }

@@ -50,7 +50,7 @@ async fn open<'s>(
     name: &str,
     delegation: Option<String>,
 ) -> Result<Opened<'s>, Error> {
-    let resolved = members::resolve(state, caller, raw, name.to_string(), endpoint.privilege(), Kind::Table).await?;
+    let resolved = members::resolve(state, caller, raw, name.to_string(), endpoint, Kind::Table).await?;
     let Resolved { mount, ident, .. } = &resolved;
     mount.require_endpoint(
         Endpoint::PlanTableScan,
@@ -98,12 +98,11 @@ async fn completed(
 pub async fn plan(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let table = open(&state, caller, endpoint, &raw, &name, delegation.clone()).await?;
+    let table = open(&state, caller, Endpoint::PlanTableScan, &raw, &name, delegation.clone()).await?;
     // The plan id must name this plan even after the table moves on (an incremental
     // range names its end already).
     if request.snapshot_id.is_none() && request.end_snapshot_id.is_none() && request.start_snapshot_id.is_none() {
@@ -141,11 +140,11 @@ fn verify_plan_id(state: &AppState, raw: &str, name: &str, plan_id: &str) -> Res
 pub async fn fetch_result(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<axum::Json<Value>, Error> {
-    let Opened { resolved, metadata, location } = open(&state, caller, endpoint, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } =
+        open(&state, caller, Endpoint::FetchPlanningResult, &raw, &name, delegation).await?;
     let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
     let task_space = space("plan-task", &raw, &name);
     let body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
@@ -156,11 +155,10 @@ pub async fn fetch_result(
 pub async fn cancel(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<StatusCode, Error> {
-    open(&state, caller, endpoint, &raw, &name, delegation).await?;
+    open(&state, caller, Endpoint::CancelPlanning, &raw, &name, delegation).await?;
     verify_plan_id(&state, &raw, &name, &plan_id)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -175,12 +173,12 @@ pub struct FetchScanTasksRequest {
 pub async fn fetch_tasks(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
-    let Opened { resolved, metadata, location } = open(&state, caller, endpoint, &raw, &name, delegation).await?;
+    let Opened { resolved, metadata, location } =
+        open(&state, caller, Endpoint::FetchScanTasks, &raw, &name, delegation).await?;
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;

@@ -25,11 +25,10 @@ use crate::tables::{self, NewTable, TableChange};
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    members::list(&state, caller, endpoint, &raw, q, Kind::Table).await
+    members::list(&state, caller, Endpoint::ListTables, &raw, q, Kind::Table).await
 }
 
 pub async fn create(
@@ -130,11 +129,10 @@ fn with_vended(config: &[(String, String)], vended: Option<Vended>) -> (Vec<(Str
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Delegation(delegation): Delegation,
 ) -> Result<Response, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
@@ -166,18 +164,16 @@ pub async fn load(
 pub async fn exists(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
+        members::resolve(&state, caller, &raw, name, Endpoint::TableExists, Kind::Table).await?;
     tables::load(mount, &ident, None).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn commit(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitTableRequest>,
 ) -> Result<Response, Error> {
@@ -186,7 +182,7 @@ pub async fn commit(
         return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
     }
     let Resolved { mount, ident, .. } =
-        members::resolve_parsed(&state, caller, ns, name, endpoint.privilege(), Kind::Table).await?;
+        members::resolve_parsed(&state, caller, ns, name, Endpoint::UpdateTable, Kind::Table).await?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     Ok(TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -200,11 +196,10 @@ pub async fn commit(
 pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<DropTableQuery>,
 ) -> Result<StatusCode, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::Table).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropTable, Kind::Table).await?;
     let resource = resolved.resource(Kind::Table);
     let dropped = tables::drop_table(resolved.mount, &resolved.ident, q.purge());
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
@@ -233,22 +228,20 @@ pub async fn register(
 pub async fn rename(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    members::rename(&state, caller, endpoint, req, Kind::Table).await
+    members::rename(&state, caller, Endpoint::RenameTable, req, Kind::Table).await
 }
 
 /// reportMetrics: accepted and logged.
 pub async fn report_metrics(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Json(report): Json<serde_json::Value>,
 ) -> Result<StatusCode, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name.clone(), endpoint.privilege(), Kind::Table).await?;
+        members::resolve(&state, caller, &raw, name.clone(), Endpoint::ReportMetrics, Kind::Table).await?;
     tables::load(mount, &ident, None).await?;
     let kind = match report.get("report-type").and_then(|v| v.as_str()) {
         Some(kind @ ("scan-report" | "commit-report")) => kind,
@@ -266,7 +259,6 @@ pub async fn report_metrics(
 pub async fn commit_transaction(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<CommitTransactionRequest>,
 ) -> Result<StatusCode, Error> {
     if req.table_changes.is_empty() {
@@ -283,8 +275,14 @@ pub async fn commit_transaction(
         if !seen.insert((id.namespace.clone(), id.name.clone())) {
             return Err(Error::BadRequest(format!("table {}.{} appears twice", id.namespace.join("."), id.name)));
         }
-        let (this, ident) =
-            members::resolve_with(&state, &access, id.namespace, id.name, endpoint.privilege(), Kind::Table)?;
+        let (this, ident) = members::resolve_with(
+            &state,
+            &access,
+            id.namespace,
+            id.name,
+            Endpoint::CommitTransaction.privilege(),
+            Kind::Table,
+        )?;
         if let Some(first) = mount.filter(|m| !std::ptr::eq(*m, this)) {
             return Err(Error::Unsupported(format!(
                 "a transaction cannot span {} and {}",

@@ -56,11 +56,10 @@ fn result(location: &str, json: Bytes) -> Response {
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path(raw): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, Error> {
-    members::list(&state, caller, endpoint, &raw, q, Kind::View).await
+    members::list(&state, caller, Endpoint::ListViews, &raw, q, Kind::View).await
 }
 
 pub async fn create(
@@ -84,11 +83,10 @@ pub async fn create(
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<Response, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::View).await?;
+        members::resolve(&state, caller, &raw, name, Endpoint::LoadView, Kind::View).await?;
     let loaded = tables::servable(mount, views::load(mount, &ident).await?).await?;
     Ok(result(&loaded.pointer.metadata_location, loaded.held.json.clone()))
 }
@@ -96,23 +94,21 @@ pub async fn load(
 pub async fn exists(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::View).await?;
+        members::resolve(&state, caller, &raw, name, Endpoint::ViewExists, Kind::View).await?;
     views::load(mount, &ident).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn replace(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
     Json(req): Json<CommitViewRequest>,
 ) -> Result<Response, Error> {
     let Resolved { mount, ident, .. } =
-        members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::View).await?;
+        members::resolve(&state, caller, &raw, name, Endpoint::ReplaceView, Kind::View).await?;
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
@@ -120,10 +116,9 @@ pub async fn replace(
 pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Path((raw, name)): Path<(String, String)>,
 ) -> Result<StatusCode, Error> {
-    let resolved = members::resolve(&state, caller, &raw, name, endpoint.privilege(), Kind::View).await?;
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropView, Kind::View).await?;
     let resource = resolved.resource(Kind::View);
     let dropped = views::drop_view(resolved.mount, &resolved.ident);
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
@@ -145,8 +140,7 @@ pub async fn register(
 pub async fn rename(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Extension(endpoint): Extension<Endpoint>,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    members::rename(&state, caller, endpoint, req, Kind::View).await
+    members::rename(&state, caller, Endpoint::RenameView, req, Kind::View).await
 }
