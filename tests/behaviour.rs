@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use reqwest::Method;
 use serde_json::{json, Value};
 use support::moto::{aws_mount, s3_storage, sts_vending, Moto, KEYS, VEND_ROLE};
-use support::{assert_error, postgres_database, schema, Api, Server};
+use support::{assert_error, postgres_database, redb_mount, schema, Api, Server};
 
 /// Where the suite writes and where it reads: the same catalog, unless the mount is
 /// read-only and its remote is written instead.
@@ -261,10 +261,7 @@ async fn the_root_catalog() {
 #[tokio::test]
 async fn a_native_mount_on_redb() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&format!(
-        "[mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{}/lake.redb\"\nowner = \"default\"\n",
-        dir.path().display()
-    ));
+    let s = Server::start(&redb_mount("lake", dir.path(), "default"));
     behaviour_suite(Case { name: "lake", reader: &s, base: names(&["lake"]), remote: None, nests: true }).await;
 }
 

@@ -11,7 +11,7 @@ mod support;
 use std::process::Command;
 
 use support::python::{pytest, pytest_with, repo_root, venv, venv_with};
-use support::Server;
+use support::{redb_mount, Server};
 
 #[test]
 fn pyiceberg_end_to_end() {
@@ -22,10 +22,7 @@ fn pyiceberg_end_to_end() {
 #[test]
 fn duckdb_joins_a_mounted_table_with_a_root_table() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&format!(
-        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"default\"\n",
-        dir.path().display()
-    ));
+    let server = Server::start(&redb_mount("prod", dir.path(), "default"));
     pytest("test_duckdb.py", &server);
 }
 

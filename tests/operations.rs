@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{components_dir, hash_secret, Api, Server};
+use support::{components_dir, hash_secret, redb_mount, Api, Server};
 
 fn misbehaving(extra: &str) -> Server {
     Server::start(&format!(
@@ -206,10 +206,7 @@ fn value(all: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 #[tokio::test]
 async fn metrics_count_requests_backend_calls_commits_pools_and_decisions() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&format!(
-        "[mount.prod]\nbackend = \"native\"\ncatalog_url = \"redb://{}/prod.redb\"\nowner = \"default\"\n",
-        dir.path().display()
-    ));
+    let s = Server::start(&redb_mount("prod", dir.path(), "default"));
     assert_eq!(s.post("/namespaces", json!({"namespace": ["shop"]})).await.0, 200);
     assert_eq!(s.get("/namespaces/shop").await.0, 200);
     assert_eq!(s.get("/namespaces/missing").await.0, 404);

@@ -5,7 +5,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, schema, Server};
+use support::{assert_error, redb_mount, schema, Server};
 
 fn change(ns: &[&str], name: &str, requirements: Value, key: &str) -> Value {
     json!({
@@ -40,10 +40,7 @@ fn metadata_files(s: &Server) -> usize {
 #[tokio::test]
 async fn transactions_apply_everything_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&format!(
-        "[mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{}/lake.redb\"\nowner = \"default\"\n",
-        dir.path().display()
-    ));
+    let s = Server::start(&redb_mount("lake", dir.path(), "default"));
     for ns in [json!(["db"]), json!(["lake", "db"])] {
         assert_eq!(s.post("/namespaces", json!({"namespace": ns})).await.0, 200);
     }

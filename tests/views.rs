@@ -5,7 +5,7 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::{assert_error, schema, Server};
+use support::{assert_error, redb_mount, schema, Server};
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
@@ -23,10 +23,7 @@ fn version(id: i64, sql: &str) -> Value {
 #[tokio::test]
 async fn view_lifecycle() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(&format!(
-        "[mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{}/lake.redb\"\nowner = \"default\"\n",
-        dir.path().display()
-    ));
+    let s = Server::start(&redb_mount("lake", dir.path(), "default"));
     for ns in [json!(["db"]), json!(["other"]), json!(["lake", "db"])] {
         assert_eq!(s.post("/namespaces", json!({"namespace": ns})).await.0, 200);
     }

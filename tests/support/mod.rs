@@ -337,6 +337,14 @@ impl Drop for Server {
     }
 }
 
+/// A native mount `name` on a redb file of its own in `dir`, owned by `owner`.
+pub fn redb_mount(name: &str, dir: &Path, owner: &str) -> String {
+    format!(
+        "[mount.{name}]\nbackend = \"native\"\ncatalog_url = \"redb://{}/{name}.redb\"\nowner = \"{owner}\"\n",
+        dir.display()
+    )
+}
+
 /// The namespaces of a listNamespaces answer, each as its levels.
 pub fn namespace_names(body: &Value) -> Vec<Vec<String>> {
     serde_json::from_value(body["namespaces"].clone()).unwrap()
