@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A table with 2,000 snapshots: loadTable vs. the no-op handler serving the same body
-# (concurrency 1, 4 and 16), and sequential updateTable commits against what parsing
+# (concurrency 1, 4 and 16), loadTable with `snapshots=refs` against `all` (body size
+# and requests/s), and sequential updateTable commits against what parsing
 # that metadata once and writing it once cost (host/examples/metadata_cost.rs).
 # SUMMARY=minimal gives snapshots with one-key summaries (about 0.75 MB of metadata);
 # SUMMARY=realistic gives Spark-like append summaries with 20 partition summaries
@@ -69,6 +70,13 @@ metadata_file=$(curl -sf -H "$auth" "$table" | python3 -c 'import json,sys; prin
 echo "$SNAPSHOTS snapshots, $SUMMARY summaries: metadata file of $(wc -c < "$metadata_file") bytes"
 echo "loadTable"
 CONCURRENCY=${CONCURRENCY:-1 4 16} compare_with_noop "$table"
+
+echo "loadTable with snapshots=all and snapshots=refs (main's head only), c4"
+for snapshots in all refs; do
+  size=$(curl -sf -H "$auth" "$table?snapshots=$snapshots" | wc -c)
+  rps=$(taskset -c 1 wrk -t1 -c4 -d"$DURATION" -H "$auth" "$table?snapshots=$snapshots" | awk '/Requests\/sec/ {print $2}')
+  echo "  snapshots=$snapshots: $size bytes, $rps req/s"
+done
 
 echo "updateTable (requirement-free set-properties, one connection)"
 cat > "$work/commit.lua" <<'LUA'

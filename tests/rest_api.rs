@@ -396,3 +396,30 @@ async fn the_router_serves_exactly_the_endpoints_the_type_names() {
         assert_eq!(got.as_u16(), 501, "{method} {path}");
     }
 }
+
+/// `snapshots=refs` loads only the snapshots a branch or tag references; `all` (the
+/// default) every one; anything else is a 400. The rest of the metadata is the same.
+#[tokio::test]
+async fn a_load_with_snapshots_refs_carries_only_the_referenced_snapshots() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    for id in [1, 2, 3] {
+        assert_eq!(support::append_snapshot(&s, id).await, 200);
+    }
+    let tag = json!({"requirements": [], "updates": [
+        {"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": 1}]});
+    assert_eq!(s.post("/namespaces/db/tables/t", tag).await.0, 200);
+    let ids = |body: &Value| -> Vec<i64> {
+        body["metadata"]["snapshots"].as_array().unwrap().iter().map(|s| s["snapshot-id"].as_i64().unwrap()).collect()
+    };
+    let (status, all) = s.get("/namespaces/db/tables/t").await;
+    assert_eq!((status, ids(&all)), (200, vec![1, 2, 3]));
+    assert_eq!(ids(&s.get("/namespaces/db/tables/t?snapshots=all").await.1), [1, 2, 3]);
+    let (status, refs) = s.get("/namespaces/db/tables/t?snapshots=refs").await;
+    assert_eq!((status, ids(&refs)), (200, vec![1, 3]), "main's head and the tag's snapshot");
+    assert_eq!(refs["metadata-location"], all["metadata-location"]);
+    assert_eq!(refs["metadata"]["refs"], all["metadata"]["refs"]);
+    assert_eq!(refs["metadata"]["snapshot-log"], all["metadata"]["snapshot-log"]);
+    assert_error(&s.get("/namespaces/db/tables/t?snapshots=some").await, 400, "BadRequestException");
+}

@@ -103,6 +103,22 @@ pub struct RenameTableRequest {
     pub destination: TableIdentifier,
 }
 
+/// loadTable's query: which snapshots the metadata carries.
+#[derive(Debug, Default, Deserialize)]
+pub struct LoadTableQuery {
+    #[serde(default)]
+    pub snapshots: Snapshots,
+}
+
+/// `all` (the default) or `refs`: only those a branch or tag references.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Snapshots {
+    #[default]
+    All,
+    Refs,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DropTableQuery {

@@ -9,8 +9,8 @@ use super::credentials::{self, Delegation};
 use super::idempotency::{Revend, Secrets};
 use super::members::{self, Kind, Resolved};
 use super::model::{
-    CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, RegisterTableRequest,
-    RenameTableRequest, TableResult,
+    CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, LoadTableQuery,
+    RegisterTableRequest, RenameTableRequest, Snapshots, TableResult,
 };
 use super::{parse_namespace, Endpoint, Json, Query, State};
 use crate::auth::Caller;
@@ -130,6 +130,7 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    Query(q): Query<LoadTableQuery>,
     Delegation(delegation): Delegation,
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
@@ -138,10 +139,14 @@ pub async fn load(
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
     let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
     let pointer = &loaded.pointer;
+    let metadata_json = match q.snapshots {
+        Snapshots::All => loaded.held.json.clone(),
+        Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?,
+    };
     if !vending {
         return Ok(TableResult {
             metadata_location: Some(&pointer.metadata_location),
-            metadata_json: loaded.held.json.clone(),
+            metadata_json,
             config: Some(&pointer.config),
             storage_credentials: &pointer.storage_credentials,
         }
@@ -154,7 +159,7 @@ pub async fn load(
     let (config, storage_credentials) = with_vended(&pointer.config, vended);
     Ok(TableResult {
         metadata_location: Some(&pointer.metadata_location),
-        metadata_json: loaded.held.json.clone(),
+        metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
     }

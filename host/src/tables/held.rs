@@ -7,7 +7,7 @@
 //! metadata never crosses the plugin boundary on a native load, and a commit made on
 //! this host hands the next commit its metadata without a parse.
 
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
@@ -30,11 +30,25 @@ pub struct Held {
     /// Whether it was held with its metadata built: what it weighs. The cache weighs an
     /// entry again when it removes it, so the weight must not change with a take.
     weighs_built: bool,
+    /// The JSON with only the snapshots a branch or tag references (`snapshots=refs`),
+    /// made at the first such load. Not weighed: a table has few refs, so it is a small
+    /// part of the JSON it is made from.
+    refs_json: OnceLock<Bytes>,
 }
 
 impl Held {
     fn new(json: Bytes, location: String, built: Option<TableMetadata>) -> Self {
-        Self { json, location, weighs_built: built.is_some(), built: Mutex::new(built) }
+        Self { json, location, weighs_built: built.is_some(), built: Mutex::new(built), refs_json: OnceLock::new() }
+    }
+
+    /// The JSON with only the snapshots that branches and tags reference: what a load
+    /// with `snapshots=refs` serves.
+    pub fn refs_json(&self) -> Result<Bytes, serde_json::Error> {
+        if let Some(json) = self.refs_json.get() {
+            return Ok(json.clone());
+        }
+        let json = Bytes::from(referenced_snapshots_only(&self.json)?);
+        Ok(self.refs_json.get_or_init(|| json).clone())
     }
 
     /// The metadata, parsed (or copied, when this host built it).
@@ -69,6 +83,23 @@ impl Held {
         crate::telemetry::table_metadata_parse();
         serde_json::from_slice(&self.json)
     }
+}
+
+/// Metadata JSON without the snapshots no branch or tag references; everything else
+/// (the snapshot log included) as it was.
+fn referenced_snapshots_only(json: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
+    let mut metadata: serde_json::Value = serde_json::from_slice(json)?;
+    let referenced: std::collections::HashSet<i64> = metadata["refs"]
+        .as_object()
+        .into_iter()
+        .flat_map(|refs| refs.values())
+        .chain(std::iter::once(&metadata["current-snapshot-id"]))
+        .filter_map(|r| r.get("snapshot-id").unwrap_or(r).as_i64())
+        .collect();
+    if let Some(snapshots) = metadata.get_mut("snapshots").and_then(serde_json::Value::as_array_mut) {
+        snapshots.retain(|s| s["snapshot-id"].as_i64().is_some_and(|id| referenced.contains(&id)));
+    }
+    serde_json::to_vec(&metadata)
 }
 
 /// The memory all held metadata may take, counted as its JSON's size (a built
@@ -250,6 +281,25 @@ mod tests {
         .build()
         .unwrap()
         .metadata
+    }
+
+    /// `snapshots=refs` keeps the snapshots a branch or tag names, and nothing else.
+    #[test]
+    fn refs_keep_only_referenced_snapshots() {
+        let snapshot = |id: i64| serde_json::json!({"snapshot-id": id, "timestamp-ms": id});
+        let json = serde_json::json!({
+            "format-version": 2, "current-snapshot-id": 3,
+            "snapshots": [snapshot(1), snapshot(2), snapshot(3)],
+            "refs": {"main": {"snapshot-id": 3, "type": "branch"}, "v1": {"snapshot-id": 1, "type": "tag"}},
+            "snapshot-log": [{"snapshot-id": 1}, {"snapshot-id": 2}, {"snapshot-id": 3}]
+        });
+        let held = Held::new(serde_json::to_vec(&json).unwrap().into(), String::new(), None);
+        let refs: serde_json::Value = serde_json::from_slice(&held.refs_json().unwrap()).unwrap();
+        let ids: Vec<i64> =
+            refs["snapshots"].as_array().unwrap().iter().map(|s| s["snapshot-id"].as_i64().unwrap()).collect();
+        assert_eq!(ids, [1, 3]);
+        assert_eq!(refs["snapshot-log"], json["snapshot-log"], "the log is the table's history, kept");
+        assert_eq!(refs["refs"], json["refs"]);
     }
 
     /// A held metadata weighs the same before and after a commit takes it: the cache
