@@ -188,6 +188,19 @@ async fn behaviour_suite(case: Case<'_>) {
     expected.sort();
     assert_eq!(seen, expected, "every table once");
 
+    // Unregistered, a table is gone and its files stay: they register again.
+    let unregistered = w.post(&format!("{wtables}/t5/unregister"), json!({})).await;
+    if serves("POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister") || case.remote.is_some() {
+        assert_eq!(unregistered.0, 200, "{}", unregistered.1);
+        assert_eq!(r.head(&format!("{rtables}/t5")).await, 404);
+        let again = json!({"name": "t5", "metadata-location": unregistered.1["metadata-location"]});
+        let registered = w.post(&format!("/namespaces/{}/register", wat(&["sales"])), again).await;
+        assert_eq!(registered.0, 200, "{}", registered.1);
+        assert_eq!(r.head(&format!("{rtables}/t5")).await, 204);
+    } else {
+        assert_unsupported(&unregistered, case.name);
+    }
+
     // Rename within the namespace.
     let rename = json!({"source": {"namespace": Case::names(wbase, &["sales"]), "name": "t0"},
                         "destination": {"namespace": Case::names(wbase, &["sales"]), "name": "t0_renamed"}});

@@ -24,8 +24,9 @@ async fn config_advertises_prefix_and_endpoints() {
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"));
     // Not implemented: absent from the list and answered with 501.
     assert!(!endpoints.iter().any(|e| e.contains("/functions")));
-    let unregister = s.post("/namespaces/db/tables/t/unregister", json!({})).await;
-    assert_error(&unregister, 501, "UnsupportedOperationException");
+    assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister"));
+    let sign = s.post("/namespaces/db/tables/t/sign", json!({})).await;
+    assert_error(&sign, 501, "UnsupportedOperationException");
     assert_error(&s.get("/no/such/route").await, 404, "NotFoundException");
 }
 
@@ -388,10 +389,7 @@ async fn the_router_serves_exactly_the_endpoints_the_type_names() {
             assert_eq!(status.as_u16(), expected, "{method} {path}");
         }
     }
-    for (method, path) in [
-        (reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/unregister"),
-        (reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/sign"),
-    ] {
+    for (method, path) in [(reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/sign")] {
         let got = anonymous.client.request(method.clone(), concrete(path)).send().await.unwrap().status();
         assert_eq!(got.as_u16(), 501, "{method} {path}");
     }
@@ -422,4 +420,38 @@ async fn a_load_with_snapshots_refs_carries_only_the_referenced_snapshots() {
     assert_eq!(refs["metadata"]["refs"], all["metadata"]["refs"]);
     assert_eq!(refs["metadata"]["snapshot-log"], all["metadata"]["snapshot-log"]);
     assert_error(&s.get("/namespaces/db/tables/t?snapshots=some").await, 400, "BadRequestException");
+}
+
+/// unregisterTable answers the last metadata location and metadata, removes the table
+/// and keeps every file; a commit through an old handle gets 404; the location is free
+/// again, so the same files register again.
+#[tokio::test]
+async fn unregister_forgets_a_table_and_keeps_its_files() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let (status, created) = s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(status, 200, "{created}");
+    let uuid = created["metadata"]["table-uuid"].clone();
+    let set = json!({"requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
+                     "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let (status, committed) = s.post("/namespaces/db/tables/t", set.clone()).await;
+    assert_eq!(status, 200, "{committed}");
+
+    let (status, unregistered) = s.post("/namespaces/db/tables/t/unregister", json!({})).await;
+    assert_eq!(status, 200, "{unregistered}");
+    let location = committed["metadata-location"].as_str().unwrap();
+    assert_eq!(unregistered["metadata-location"], location, "the last commit's metadata");
+    assert_eq!(unregistered["metadata"]["properties"]["k"], "v");
+    assert!(unregistered.get("config").is_none(), "{unregistered}");
+    assert_error(&s.get("/namespaces/db/tables/t").await, 404, "NoSuchTableException");
+    assert_error(&s.post("/namespaces/db/tables/t", set).await, 404, "NoSuchTableException");
+    assert_error(&s.post("/namespaces/db/tables/t/unregister", json!({})).await, 404, "NoSuchTableException");
+    let file = location.strip_prefix("file://").unwrap();
+    assert!(std::path::Path::new(file).exists(), "the metadata file is kept: {file}");
+
+    // The location's claim went with the table: the same files register again.
+    let register = json!({"name": "t2", "metadata-location": location});
+    let (status, registered) = s.post("/namespaces/db/register", register).await;
+    assert_eq!(status, 200, "{registered}");
+    assert_eq!(s.get("/namespaces/db/tables/t2").await.1["metadata"]["properties"]["k"], "v");
 }

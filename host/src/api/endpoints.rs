@@ -104,6 +104,7 @@ endpoints! {
     UpdateTable = POST "/namespaces/{namespace}/tables/{table}", "updateTable", Writes, [];
     DropTable = DELETE "/namespaces/{namespace}/tables/{table}", "dropTable", Writes, [];
     RegisterTable = POST "/namespaces/{namespace}/register", "registerTable", Writes, [];
+    UnregisterTable = POST "/namespaces/{namespace}/tables/{table}/unregister", "unregisterTable", Writes, [];
     ReportMetrics = POST "/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics", Reads, [];
     RenameTable = POST "/tables/rename", "renameTable", Writes, [RENAME];
     CommitTransaction = POST "/transactions/commit", "commitTransaction", Writes, [MULTI_TABLE_COMMIT];
@@ -125,11 +126,14 @@ endpoints! {
 impl Endpoint {
     /// Whether a mount whose backend declares `features` serves it; `places_tables`: the
     /// backend's store assigns table locations (it exports `placement`), so it cannot
-    /// register a table at a location of the caller's.
+    /// register a table at a location of the caller's, nor unregister one (its drop
+    /// deletes the files).
     pub fn served_with(self, features: Features, places_tables: bool) -> bool {
         features.contains(self.needs())
             && (!self.mutating() || features.contains(Features::WRITES))
-            && !(places_tables && self == Endpoint::RegisterTable)
+            // A store that assigns locations holds its tables' files itself: it neither
+            // takes a table at a caller's location nor keeps the files of one it drops.
+            && !(places_tables && matches!(self, Endpoint::RegisterTable | Endpoint::UnregisterTable))
     }
 
     /// Its route in this server's router: under the prefix the server advertises, with
@@ -141,7 +145,7 @@ impl Endpoint {
 
 /// Parts of spec paths the host does not implement yet: they answer 501 (which
 /// real clients read as "unsupported") and are absent from `endpoints`.
-const NOT_YET: &[&str] = &["/unregister", "/functions", "/sign"];
+const NOT_YET: &[&str] = &["/functions", "/sign"];
 
 /// Answers requests no route matched.
 pub async fn fallback(method: Method, uri: Uri) -> Error {

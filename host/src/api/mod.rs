@@ -82,6 +82,7 @@ fn handler(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
         UpdateTable => post(tables::commit),
         DropTable => delete(tables::drop),
         RegisterTable => post(tables::register),
+        UnregisterTable => post(tables::unregister),
         ReportMetrics => post(tables::report_metrics),
         RenameTable => post(tables::rename),
         CommitTransaction => post(tables::commit_transaction),

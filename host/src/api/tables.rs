@@ -211,6 +211,27 @@ pub async fn drop(
     Ok(StatusCode::NO_CONTENT)
 }
 
+pub async fn unregister(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+) -> Result<Response, Error> {
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::UnregisterTable, Kind::Table).await?;
+    let mount = resolved.mount;
+    mount.require_endpoint(Endpoint::UnregisterTable, Some("its store deletes a table's files with the table"))?;
+    let unregistered = tables::unregister(mount, &resolved.ident);
+    // Nothing registered later under this name may inherit its grants.
+    let effect = Effect::Forget { resource: resolved.resource(Kind::Table) };
+    let last = recovery::with_intent(&state.authz, &state.mounts, effect, unregistered).await?;
+    Ok(TableResult {
+        metadata_location: Some(&last.metadata_location),
+        metadata_json: last.metadata_json,
+        config: None,
+        storage_credentials: "",
+    }
+    .into_response())
+}
+
 pub async fn register(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
