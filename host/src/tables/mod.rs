@@ -565,27 +565,27 @@ pub async fn register(
     Ok(committed)
 }
 
-/// Forgets a table. What follows the pointer's removal — the purge, if asked for,
-/// then releasing the table's locations — runs as its own task, so a client that
-/// disconnects cannot stop it half-way. Without a purge the answer waits for the
-/// release (a dropped table's files can be registered again at once); with one, it
-/// comes as soon as the pointer is gone.
 /// Unregisters a table: the catalog forgets it and keeps every file, and the claim on
 /// its location is released, so the files can be registered again (here or elsewhere).
 /// Its metadata as of the drop: a commit that landed first is in it.
 pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error> {
-    let missing = || no_such_table(mount, ident);
     // Held before the drop, so the answer seldom needs a read after it.
     let before = servable(mount, load(mount, ident, None).await?).await?;
-    let pointer = mount.backend.drop_table(ident.clone()).await.map_err(|e| Error::from_backend(e, missing()))?;
-    let last = match pointer.metadata_location == before.pointer.metadata_location {
-        true => before,
-        false => servable(mount, pointer).await.map_err(|e| {
+    let pointer = mount
+        .backend
+        .drop_table(ident.clone())
+        .await
+        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
+    let last = if pointer.metadata_location == before.pointer.metadata_location {
+        before
+    } else {
+        // A commit landed between the load and the drop: its metadata is the last.
+        servable(mount, pointer).await.map_err(|e| {
             Error::Internal(format!(
                 "{} was unregistered, but its last metadata cannot be read: {e}",
                 dotted(mount, ident)
             ))
-        })?,
+        })?
     };
     if let Some(warehouse) = &mount.warehouse {
         if let Ok(location) = location(mount, &last.held) {
@@ -595,6 +595,11 @@ pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error
     Ok(Committed { metadata_location: last.pointer.metadata_location.clone(), metadata_json: last.held.json.clone() })
 }
 
+/// Forgets a table. What follows the pointer's removal — the purge, if asked for,
+/// then releasing the table's locations — runs as its own task, so a client that
+/// disconnects cannot stop it half-way. Without a purge the answer waits for the
+/// release (a dropped table's files can be registered again at once); with one, it
+/// comes as soon as the pointer is gone.
 pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
     let pointer = mount
         .backend
