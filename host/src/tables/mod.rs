@@ -566,16 +566,12 @@ pub async fn register(
 }
 
 /// Unregisters a table: the catalog forgets it and keeps every file, and the claim on
-/// its location is released, so the files can be registered again (here or elsewhere).
-/// Its metadata as of the drop: a commit that landed first is in it.
+/// its location is released (as any drop's is), so the files can be registered again
+/// (here or elsewhere). Its metadata as of the drop: a commit that landed first is in it.
 pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error> {
     // Held before the drop, so the answer seldom needs a read after it.
     let before = servable(mount, load(mount, ident, None).await?).await?;
-    let pointer = mount
-        .backend
-        .drop_table(ident.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
+    let pointer = drop_table(mount, ident, false).await?;
     let last = if pointer.metadata_location == before.pointer.metadata_location {
         before
     } else {
@@ -587,11 +583,6 @@ pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error
             ))
         })?
     };
-    if let Some(warehouse) = &mount.warehouse {
-        if let Ok(location) = location(mount, &last.held) {
-            locations::release_all(warehouse, &location).await;
-        }
-    }
     Ok(Committed { metadata_location: last.pointer.metadata_location.clone(), metadata_json: last.held.json.clone() })
 }
 
@@ -599,25 +590,26 @@ pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error
 /// then releasing the table's locations — runs as its own task, so a client that
 /// disconnects cannot stop it half-way. Without a purge the answer waits for the
 /// release (a dropped table's files can be registered again at once); with one, it
-/// comes as soon as the pointer is gone.
-pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(), Error> {
+/// comes as soon as the pointer is gone. The pointer the table had when dropped.
+pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<Pointer, Error> {
     let pointer = mount
         .backend
         .drop_table(ident.clone())
         .await
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
     let Some(warehouse) = mount.warehouse.clone() else {
-        return Ok(());
+        return Ok(pointer);
     };
     let metadata = current_metadata(mount, &pointer).await;
     let table = dotted(mount, ident);
+    let metadata_location = pointer.metadata_location.clone();
     let after = tokio::spawn(async move {
         let metadata = match metadata {
             Ok(metadata) => metadata,
             // A store that assigns locations (S3 Tables) deletes the table's bucket with
             // the table; the bucket its metadata lay in is what it held.
             Err(_) if warehouse.assigned() => {
-                let bucket = Location::parse(&pointer.metadata_location).ok().and_then(|l| l.ancestors().next());
+                let bucket = Location::parse(&metadata_location).ok().and_then(|l| l.ancestors().next());
                 if let Some(bucket) = bucket {
                     locations::release_all(&warehouse, &bucket).await;
                 }
@@ -635,7 +627,7 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
             }
         };
         if purge {
-            let report = purge::purge(&warehouse, &location, &pointer.metadata_location, &metadata).await;
+            let report = purge::purge(&warehouse, &location, &metadata_location, &metadata).await;
             if !report.refused.is_empty() {
                 tracing::warn!(%table, refused = ?report.refused, "purge: left alone files outside the table's location");
             }
@@ -646,7 +638,7 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<(),
     if !purge {
         let _ = after.await;
     }
-    Ok(())
+    Ok(pointer)
 }
 
 /// Fails with NoSuchNamespace unless `namespace` exists: asked before a rename, so a
