@@ -17,6 +17,7 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-rest", "rest.wasm"),
     ("rustberg-plugin-glue", "glue.wasm"),
     ("rustberg-plugin-s3tables", "s3tables.wasm"),
+    ("rustberg-plugin-hms", "hms.wasm"),
     ("rustberg-plugin-misbehave", "misbehave.wasm"),
     ("rustberg-plugin-greedy", "greedy.wasm"),
     ("rustberg-plugin-flaky", "flaky.wasm"),

@@ -1,6 +1,6 @@
 //! One behaviour suite over every kind of mount, each a case: the root catalog (redb),
 //! a native mount on redb, a native mount on Postgres, a rest mount of a second
-//! Rustberg, and glue and s3tables mounts on moto.
+//! Rustberg, glue and s3tables mounts on moto, and an hms mount of a real Hive Metastore.
 //!
 //! What the suite asks of a mount follows from what `/v1/config?warehouse=<mount>`
 //! advertises for it: an advertised endpoint must work, one left out must answer 501
@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 use reqwest::Method;
 use serde_json::{json, Value};
+use support::hive::{hms_mount, Metastore};
 use support::moto::{aws_mount, s3_storage, sts_vending, Moto, KEYS, VEND_ROLE};
 use support::{assert_error, postgres_database, redb_mount, schema, Api, Server};
 
@@ -26,7 +27,7 @@ struct Case<'a> {
     base: Vec<String>,
     /// The catalog a read-only mount shows, and where it is in it.
     remote: Option<(&'a Api, Vec<String>)>,
-    /// Whether namespaces nest (Glue and S3 Tables have one level).
+    /// Whether namespaces nest (Glue, S3 Tables and the Hive Metastore have one level).
     nests: bool,
 }
 
@@ -327,4 +328,12 @@ async fn an_s3tables_mount_on_moto() {
     let s = Server::try_start_with_env(&config, KEYS)
         .unwrap_or_else(|output| panic!("the server did not start:\n{output}"));
     behaviour_suite(Case { name: "tables", reader: &s, base: names(&["tables"]), remote: None, nests: false }).await;
+}
+
+#[tokio::test]
+async fn an_hms_mount_of_a_real_hive_metastore() {
+    let metastore = Metastore::start();
+    let s = Server::try_start(&hms_mount("hive", &metastore, "acme"))
+        .unwrap_or_else(|output| panic!("the server did not start:\n{output}"));
+    behaviour_suite(Case { name: "hive", reader: &s, base: names(&["hive"]), remote: None, nests: false }).await;
 }

@@ -42,9 +42,10 @@ pub struct MountConfig {
     /// namespace's location (what Iceberg's compatibility kit asks for).
     #[serde(default)]
     pub unstructured_locations: bool,
-    /// What the component may import: `kv` (a key space in the store at
-    /// `catalog_url`) and `http` (requests to `catalog_url`'s origin). Default: a
-    /// built-in backend's own (`native`: kv, `rest`: http), `kv` for a file.
+    /// What the component may use: `kv` (a key space in the store at `catalog_url`),
+    /// `http` (requests to `catalog_url`'s origin) or `tcp` (connections to its host
+    /// and port). Default: a built-in backend's own (`native`: kv, `rest`: http, `hms`:
+    /// tcp), `kv` for a file.
     pub grants: Option<Vec<MountGrant>>,
     /// `[mount.<name>.config]`: plain string settings the component reads with
     /// `config.get`. Never secrets: those go in `[mount.<name>.auth]`.
@@ -59,6 +60,9 @@ pub struct MountConfig {
     /// two, such as a token endpoint and the catalog), as `scheme://host[:port]`.
     #[serde(default)]
     pub http_origins: Vec<String>,
+    /// Addresses besides `catalog_url`'s that the tcp grant reaches, as `host:port`.
+    #[serde(default)]
+    pub tcp_origins: Vec<String>,
     /// Refuse every write under the mount (501). Always true for `rest`.
     #[serde(default)]
     pub read_only: bool,
@@ -84,6 +88,21 @@ pub enum MountGrant {
     Kv,
     /// Outbound requests to `catalog_url`'s origin.
     Http,
+    /// TCP connections to `catalog_url`'s host and port (wasi:sockets).
+    Tcp,
+}
+
+impl MountGrant {
+    /// The grants that each take `catalog_url` as their own: a store, an origin, an address.
+    const READ_CATALOG_URL: [MountGrant; 3] = [MountGrant::Kv, MountGrant::Http, MountGrant::Tcp];
+
+    fn name(self) -> &'static str {
+        match self {
+            MountGrant::Kv => "kv",
+            MountGrant::Http => "http",
+            MountGrant::Tcp => "tcp",
+        }
+    }
 }
 
 /// `[mount.<name>.auth]`: how the host authenticates a component's http requests.
@@ -568,10 +587,16 @@ impl Config {
             }
             let limits = self.plugin_limits(name);
             let grants = mount.grants();
-            if grants.contains(&MountGrant::Kv) && grants.contains(&MountGrant::Http) {
+            let readers: Vec<&str> =
+                MountGrant::READ_CATALOG_URL.iter().filter(|g| grants.contains(g)).map(|g| g.name()).collect();
+            if readers.len() > 1 {
                 problems.push(format!(
-                    "mount.{name} grants both kv and http: its catalog_url is either a store or an origin"
+                    "mount.{name} grants {}: its catalog_url is one of a store (kv), an origin (http) or an address (tcp)",
+                    readers.join(" and ")
                 ));
+            }
+            if !mount.tcp_origins.is_empty() && !grants.contains(&MountGrant::Tcp) {
+                problems.push(format!("mount.{name}.tcp_origins is set but the mount does not grant tcp"));
             }
             if mount.auth.is_some() && mount.token_env.is_some() {
                 problems.push(format!("mount.{name} sets both token_env and [mount.{name}.auth]: keep one"));

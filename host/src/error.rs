@@ -142,7 +142,8 @@ impl Error {
     }
 
     /// Maps a backend error: `not-found` becomes `absent` (the caller says what was
-    /// absent); every other failure keeps its meaning and names the mount.
+    /// absent); every other failure keeps its meaning, and a refusal of the request or a
+    /// failure names the mount.
     pub fn from_backend(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
         use crate::plugins::BackendErrorKind as K;
         let message = e.to_string();
@@ -152,7 +153,7 @@ impl Error {
             K::Conflict => Error::CommitFailed(e.message),
             K::Unsupported => Error::Unsupported(message),
             K::Unavailable => Error::Unavailable(message),
-            K::BadRequest => Error::BadRequest(e.message),
+            K::BadRequest => Error::BadRequest(message),
             K::Internal | K::Trapped | K::TimedOut | K::OutOfMemory => Error::Internal(message),
         }
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::Connection;
 
 use crate::config::{warehouse_url, CatalogUrl, Config};
-use crate::mounts::{check_name, http_grant};
+use crate::mounts::{check_name, http_grant, tcp_grant};
 use crate::plugins::contract::Granted;
 use crate::plugins::{builtin, Runtime};
 
@@ -50,7 +50,7 @@ pub async fn check(path: &Path) -> Vec<String> {
         problems.extend(appendable(file).err().map(|e| format!("audit.file: {}: {e}", file.display())));
     }
     let backend = config.storage.backend.as_deref().unwrap_or("native");
-    let granted = Granted { kv: true, http: false };
+    let granted = Granted { kv: true, http: false, tcp: false };
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
 
     for (name, mount) in &config.mounts {
@@ -74,6 +74,9 @@ pub async fn check(path: &Path) -> Vec<String> {
         }
         if granted.http {
             found.extend(http_grant(mount).err().map(|e| format!("{e:#}")));
+        }
+        if granted.tcp {
+            found.extend(tcp_grant(name, mount).err().map(|e| format!("{e:#}")));
         }
         found.extend(component(&runtime, &mount.backend, granted).await.err().map(|e| format!("backend: {e}")));
         problems.extend(found.into_iter().map(|e| format!("mount `{name}`: {e}")));

@@ -172,6 +172,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         label: "root catalog".into(),
         kv: Some(root_kv),
         http: None,
+        tcp: None,
         config: Default::default(),
         log_budget: Default::default(),
     };

@@ -1,6 +1,7 @@
 //! Starts a real `rustberg` process for a test and talks to it over HTTP.
 #![allow(dead_code)]
 
+pub mod hive;
 pub mod moto;
 pub mod python;
 

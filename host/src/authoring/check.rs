@@ -51,15 +51,20 @@ pub async fn check(
         Err(why) => writeln!(out, "contract   {why}")?,
     }
     let imports_interface = |i: &str| imports.iter().any(|n| n.starts_with(&format!("rustberg:catalog/{i}@")));
-    let world = match (imports_interface("kv"), imports_interface("http")) {
-        (true, false) => "kv-backend (needs the kv grant)",
-        (false, true) => "http-backend (needs the http grant)",
-        (true, true) => "catalog-host (needs kv and http, which no mount grants together)",
-        (false, false) => "kv-backend or http-backend (needs neither kv nor http)",
+    let sockets = imports.iter().any(|n| n.starts_with("wasi:sockets/"));
+    let world = match (imports_interface("kv"), imports_interface("http"), sockets) {
+        (true, false, _) => "kv-backend (needs the kv grant)",
+        (false, true, _) => "http-backend (needs the http grant)",
+        (true, true, _) => "catalog-host (needs kv and http, which no mount grants together)",
+        (false, false, true) => "tcp-backend (reaches its store over wasi:sockets: needs the tcp grant)",
+        (false, false, false) => "kv-backend or http-backend (needs neither kv nor http)",
     };
     writeln!(out, "world      {world}")?;
+    if let Some(granted) = granted {
+        writeln!(out, "grants     {}", granted.describe())?;
+    }
     // Without a mount, judge the contract imports as if everything were granted.
-    let judged_by = granted.unwrap_or(Granted { kv: true, http: true });
+    let judged_by = granted.unwrap_or(Granted::ALL);
     writeln!(out, "imports")?;
     let mut refused = built.is_err();
     for name in &imports {

@@ -96,9 +96,9 @@ const RUST_README: &str = "Rust 1.95 or later with the `wasm32-wasip2` target \
 backend: namespaces, tables and views in the host's key space.";
 
 const PYTHON_README: &str = "Python 3.11 or later; `build.sh` installs `componentize-py` 0.25.1 \
-into `.venv` and builds with `--stub-wasi` (CPython would otherwise import WASI sockets and \
-files, which the host refuses). `print` has nowhere to go: log with \
-`wit_world.imports.log`. The exported class must be called `Backend`; module top-level code \
+into `.venv` and builds the default way (CPython's WASI sockets and files are linked, with no \
+address and no directory granted). `print` and tracebacks go to the mount's log; \
+`wit_world.imports.log` writes leveled lines. The exported class must be called `Backend`; module top-level code \
 runs at build time and must not call host imports. Raise \
 `componentize_py_types.Err(types.Error_NotFound(\"…\"))` for a WIT error; any other \
 exception is reported as `internal` with its text.";

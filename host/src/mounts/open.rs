@@ -11,7 +11,9 @@ use anyhow::{anyhow, bail, Context};
 use super::Mount;
 use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig, MountGrant};
 use crate::plugins::bindings::Features;
-use crate::plugins::{builtin, http, Backend, BackendErrorKind, Grants, HostCredential, HttpGrant, Runtime};
+use crate::plugins::{
+    builtin, http, tcp, Backend, BackendErrorKind, Grants, HostCredential, HttpGrant, Runtime, TcpGrant,
+};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::location_index::LocationIndex;
 use crate::storage::warehouse::Warehouse;
@@ -96,6 +98,21 @@ pub fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String
     Ok((grant, settings))
 }
 
+/// The `tcp` grant of mount `name`: `catalog_url`'s host and port (any scheme, such as
+/// `thrift://`) and `tcp_origins`; and what the backend is told (`address`).
+pub fn tcp_grant(name: &str, mount: &MountConfig) -> anyhow::Result<(TcpGrant, Vec<(String, String)>)> {
+    let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
+    let (Some(host), Some(port)) = (url.host_str(), url.port()) else {
+        bail!("catalog_url {} names no host and port (the mount grants tcp: an address)", mount.catalog_url);
+    };
+    let address = format!("{host}:{port}");
+    let mut origins = vec![tcp::parse_origin(&address).map_err(|e| anyhow!("catalog_url: {e}"))?];
+    for extra in &mount.tcp_origins {
+        origins.push(tcp::parse_origin(extra).map_err(|e| anyhow!("tcp_origins: {e}"))?);
+    }
+    Ok((TcpGrant::new(format!("mount `{name}`"), origins), vec![("address".to_string(), address)]))
+}
+
 /// What mount `name` grants its component: a key space in the store at `catalog_url`,
 /// requests to its origins, and its settings. `root` is the root catalog's store,
 /// which no mount may share.
@@ -104,9 +121,20 @@ pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) ->
     // The mount's own settings come first: `config.get` finds them before what the
     // host derives from the URL or the backend remembers.
     let mut settings: Vec<(String, String)> = mount.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    // Where the mount's namespaces go, for a store that gives every namespace a location
+    // (the Hive Metastore) and must not pick one of its own outside the warehouse.
+    settings.extend(mount.warehouse_location.clone().map(|w| ("warehouse_location".to_string(), w)));
     let http = match granted.contains(&MountGrant::Http) {
         true => {
             let (grant, derived) = http_grant(mount)?;
+            settings.extend(derived);
+            Some(grant)
+        }
+        false => None,
+    };
+    let tcp = match granted.contains(&MountGrant::Tcp) {
+        true => {
+            let (grant, derived) = tcp_grant(name, mount)?;
             settings.extend(derived);
             Some(grant)
         }
@@ -120,6 +148,7 @@ pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) ->
         label: format!("mount `{name}`"),
         kv,
         http,
+        tcp,
         config: RwLock::new(settings),
         log_budget: Default::default(),
     })

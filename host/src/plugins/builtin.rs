@@ -28,6 +28,8 @@ static REST: Embedded = built!("rest.wasm");
 static GLUE: Embedded = built!("glue.wasm");
 /// The Amazon S3 Tables backend, built from `plugins/s3tables`.
 static S3TABLES: Embedded = built!("s3tables.wasm");
+/// The Hive Metastore backend, built from `plugins/hms`.
+static HMS: Embedded = built!("hms.wasm");
 
 /// A built-in component: its name, bytes and digest, and what a mount grants it unless
 /// it says otherwise (`grants`). What it does, it declares as any component does.
@@ -42,6 +44,7 @@ const BUILTINS: &[Builtin] = &[
     Builtin { name: "rest", embedded: &REST, grants: &[MountGrant::Http] },
     Builtin { name: "glue", embedded: &GLUE, grants: &[MountGrant::Http] },
     Builtin { name: "s3tables", embedded: &S3TABLES, grants: &[MountGrant::Http] },
+    Builtin { name: "hms", embedded: &HMS, grants: &[MountGrant::Tcp] },
 ];
 
 fn builtin(backend: &str) -> Option<&'static Builtin> {

@@ -73,38 +73,47 @@ fn loaded_series() -> String {
 pub struct Granted {
     pub kv: bool,
     pub http: bool,
+    pub tcp: bool,
 }
 
 impl From<&[MountGrant]> for Granted {
     /// What a mount's `grants` give.
     fn from(grants: &[MountGrant]) -> Self {
-        Self { kv: grants.contains(&MountGrant::Kv), http: grants.contains(&MountGrant::Http) }
+        Self {
+            kv: grants.contains(&MountGrant::Kv),
+            http: grants.contains(&MountGrant::Http),
+            tcp: grants.contains(&MountGrant::Tcp),
+        }
     }
 }
 
 impl Granted {
-    fn describe(self) -> String {
+    /// Everything a mount can grant (what `plugin check` judges by without a mount).
+    pub const ALL: Granted = Granted { kv: true, http: true, tcp: true };
+
+    pub fn describe(self) -> String {
         let mut grants = vec!["types", "log", "clock", "config"];
         grants.extend(self.kv.then_some("kv"));
         grants.extend(self.http.then_some("http"));
+        grants.extend(self.tcp.then_some("tcp"));
         grants.join(", ")
     }
 }
 
+/// What `wasi:sockets` gives a component, by whether its mount grants tcp.
+const SOCKETS_GRANTED: &str = "TCP connections to the mount's addresses only (granted: tcp)";
+const SOCKETS_DENIED: &str = "linked, every address refused (the mount grants no tcp)";
+
 /// The WASI interfaces this host links, and the ones it refuses with the way to build
-/// without them. The host's WASI has no preopened directory, no environment and no
-/// network; stdout and stderr go to the log.
+/// without them. The host's WASI has no preopened directory and no environment; its
+/// sockets reach only what a mount's tcp grant names; stdout and stderr go to the log.
 const WASI: &[(&str, Result<&str, &str>)] = &[
     ("wasi:cli/", Ok("stdout and stderr go to the log; the environment is empty")),
     ("wasi:clocks/", Ok("clocks")),
     ("wasi:io/", Ok("streams and polling")),
     ("wasi:random/", Ok("randomness")),
     ("wasi:filesystem/", Ok("a file system with no directory in it (componentize-js cannot build without it)")),
-    (
-        "wasi:sockets/",
-        Err("a backend reaches the network only through its mount's http grant; build without sockets \
-             (componentize-py: --stub-wasi; Rust: do not use std::net)"),
-    ),
+    ("wasi:sockets/", Ok(SOCKETS_DENIED)),
     (
         "wasi:http/",
         Err("outbound HTTP is the rustberg:catalog/http import, which adds the mount's credential; build \
@@ -165,6 +174,9 @@ pub fn import_verdict(name: &str, granted: Granted) -> Result<&'static str, Stri
             )),
         };
     }
+    if interface.starts_with("wasi:sockets/") && granted.tcp {
+        return Ok(SOCKETS_GRANTED);
+    }
     match WASI.iter().find(|(prefix, _)| interface.starts_with(prefix)) {
         Some((_, Ok(what))) => Ok(what),
         Some((_, Err(how))) => Err(format!("the component imports `{name}`, which no backend may: {how}")),
@@ -205,7 +217,7 @@ pub fn check<'a>(
 mod tests {
     use super::*;
 
-    const KV: Granted = Granted { kv: true, http: false };
+    const KV: Granted = Granted { kv: true, http: false, tcp: false };
 
     #[test]
     fn the_host_version_is_the_wits() {
@@ -234,13 +246,19 @@ mod tests {
         let http = format!("{PACKAGE}/http@{}", *HOST_VERSION);
         let refused = import_verdict(&http, KV).unwrap_err();
         assert!(refused.contains("does not grant") && refused.contains("add \"http\""), "{refused}");
-        assert!(import_verdict(&http, Granted { kv: false, http: true }).is_ok());
+        assert!(import_verdict(&http, Granted { kv: false, http: true, tcp: false }).is_ok());
     }
 
     #[test]
-    fn wasi_network_and_http_are_refused_with_a_way_out() {
+    fn sockets_load_and_reach_only_what_tcp_grants() {
+        let tcp = "wasi:sockets/tcp@0.2.9";
+        assert_eq!(import_verdict(tcp, KV).unwrap(), SOCKETS_DENIED);
+        assert_eq!(import_verdict(tcp, Granted { kv: false, http: false, tcp: true }).unwrap(), SOCKETS_GRANTED);
+    }
+
+    #[test]
+    fn wasi_http_is_refused_with_a_way_out() {
         for (name, hint) in [
-            ("wasi:sockets/tcp@0.2.9", "--stub-wasi"),
             ("wasi:http/outgoing-handler@0.2.0", "-d http fetch-event"),
             ("wasi:keyvalue/store@0.2.0", "does not provide"),
         ] {

@@ -18,15 +18,17 @@ use super::contract::Granted;
 use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
 use super::riders;
+use super::tcp::{self, TcpGrant};
 use crate::storage::kv::{self as store, KvError, KvStore};
 
-/// What a mount gives its backend: a name for messages, an optional key space, an
-/// optional origin to call, and configuration values.
+/// What a mount gives its backend: a name for messages, an optional key space, optional
+/// origins to call or to connect to, and configuration values.
 pub struct Grants {
     /// How the mount is named in messages, e.g. "mount `prod`".
     pub label: String,
     pub kv: Option<KvStore>,
     pub http: Option<HttpGrant>,
+    pub tcp: Option<TcpGrant>,
     /// Values the backend reads through `config` (it adds what it discovered at open).
     pub config: RwLock<Vec<(String, String)>>,
     /// How many log lines the backend may still write this second.
@@ -73,7 +75,7 @@ impl LogBudget {
 impl Grants {
     /// What this mount grants, for the contract check.
     pub fn granted(&self) -> Granted {
-        Granted { kv: self.kv.is_some(), http: self.http.is_some() }
+        Granted { kv: self.kv.is_some(), http: self.http.is_some(), tcp: self.tcp.is_some() }
     }
 }
 
@@ -92,16 +94,12 @@ pub struct HostState {
 impl HostState {
     pub fn new(grants: Arc<Grants>, limits: MeteredLimits) -> Self {
         let output = GuestOutput::default();
-        Self {
-            grants,
-            limits,
-            deadline: Instant::now(),
-            // WASI with nothing granted: no files, no environment, no sockets; what it
-            // prints is kept for the log.
-            wasi: WasiCtx::builder().stdout(output.clone()).stderr(output.clone()).build(),
-            output,
-            table: ResourceTable::new(),
-        }
+        // WASI with nothing granted but the mount's tcp origins: no files, no environment;
+        // what it prints is kept for the log.
+        let mut wasi = WasiCtx::builder();
+        wasi.stdout(output.clone()).stderr(output.clone());
+        tcp::sockets(&mut wasi, grants.tcp.as_ref());
+        Self { grants, limits, deadline: Instant::now(), wasi: wasi.build(), output, table: ResourceTable::new() }
     }
 }
 
@@ -306,6 +304,7 @@ mod tests {
             label: "mount `m`".into(),
             kv: Some(space),
             http: None,
+            tcp: None,
             config: Default::default(),
             log_budget: Default::default(),
         };

@@ -8,6 +8,7 @@
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
 //! - `http`: outbound calls to a mount's own origins, with timeouts and a size cap.
 //! - `http_credential`: what the host adds to them (bearer, AWS SigV4, OAuth2).
+//! - `tcp`: TCP connections (wasi:sockets) to a mount's own addresses, checked by the host.
 //! - `backend`: typed async calls into a component's `backend` export.
 //! - `listings`: a backend's listings, scanned by the host from its keys where it
 //!   exports `key-listings`.
@@ -31,6 +32,7 @@ mod pool;
 mod read_memo;
 pub mod riders;
 mod runtime;
+pub mod tcp;
 
 pub use backend::Backend;
 pub use host_state::Grants;
@@ -39,6 +41,7 @@ pub use http_credential::HostCredential;
 pub use listings::{Listed, ListedItem, Listing};
 pub use pool::InstancePool;
 pub use runtime::Runtime;
+pub use tcp::TcpGrant;
 
 /// Why a backend call failed, and which mount it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

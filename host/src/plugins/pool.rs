@@ -217,9 +217,14 @@ impl InstancePool {
             }
             // The instance is dropped here: a trapped instance is poisoned.
             Ok(Err(e)) => Err(self.classify(e, &printed)),
+            // Only time inside host imports outlives the epoch deadline: the backend was
+            // waiting on its store or its network, which is unavailable, not the guest slow.
             Err(_) => Err(self.failure(
-                BackendErrorKind::TimedOut,
-                format!("the backend did not answer within {} ms", budget.as_millis()),
+                BackendErrorKind::Unavailable,
+                format!(
+                    "the backend did not answer within {} ms: what it waited on did not answer",
+                    budget.as_millis()
+                ),
             )),
         };
         if let Err(e) = &result {

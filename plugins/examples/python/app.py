@@ -368,7 +368,7 @@ class Backend(exports.Backend):
 
 def _reported(method):
     """Any exception that is not a WIT error becomes `internal` carrying its own text
-    (built with --stub-wasi, the component has no stderr for a traceback)."""
+    (the client sees the error's text; the traceback is not printed)."""
 
     @functools.wraps(method)
     def call(*args):

@@ -10,7 +10,7 @@ if [ ! -x "$venv/bin/componentize-py" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check componentize-py==0.25.1
 fi
-# --stub-wasi: no WASI imports at all (CPython's would ask for sockets and files, which
-# the host refuses); print() has nowhere to go, so log with rustberg:catalog/log.
-"$venv/bin/componentize-py" -d "$wit" -w kv-backend componentize --stub-wasi app -o "$out"
+# The default build: CPython imports WASI sockets and files, which the host links (with
+# no address and no directory granted); print() and tracebacks go to the mount's log.
+"$venv/bin/componentize-py" -d "$wit" -w kv-backend componentize app -o "$out"
 rm -rf __pycache__

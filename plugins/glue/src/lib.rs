@@ -213,10 +213,7 @@ impl Guest for Glue {
     ) -> Result<PropertiesUpdate, Error> {
         let db = database(&ns)?;
         let mut props = properties_of(&get_database(db)?);
-        let (removed, missing): (Vec<String>, Vec<String>) =
-            removals.into_iter().partition(|k| props.iter().any(|(key, _)| key == k));
-        props.retain(|(k, _)| !removed.contains(k) && !updates.iter().any(|(u, _)| u == k));
-        props.extend(updates.iter().cloned());
+        let (removed, missing) = rustberg_remote::properties::apply(&mut props, removals, &updates);
         api::call("UpdateDatabase", json!({ "Name": db, "DatabaseInput": database_input(db, &props) }))?;
         Ok(PropertiesUpdate { updated: updates.into_iter().map(|(k, _)| k).collect(), removed, missing })
     }

@@ -1,4 +1,6 @@
-//! What the Rust backend components of remote services (rest, glue, s3tables) share.
+//! What the Rust backend components of remote services (rest, glue, s3tables, hms) share.
 
+pub mod hive_schema;
 pub mod pages;
 pub mod path;
+pub mod properties;

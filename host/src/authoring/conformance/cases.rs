@@ -199,6 +199,13 @@ async fn unavailable(f: &Fixture) -> Outcome {
     Ok(())
 }
 
+/// Whether `loaded` holds every property of `given`, with its value. A store may add
+/// its own (the Hive Metastore gives every database a location), as Iceberg's own
+/// catalog tests allow.
+fn holds(loaded: &[(String, String)], given: &[(String, String)]) -> bool {
+    given.iter().all(|pair| loaded.contains(pair))
+}
+
 async fn namespaces(f: &Fixture) -> Outcome {
     let b = &f.backend;
     // Properties only for a backend that keeps them (it lists their update).
@@ -211,7 +218,7 @@ async fn namespaces(f: &Fixture) -> Outcome {
     check(stored == props, || format!("create returned {stored:?}, not the properties given"))?;
     fails(b.create_namespace(ns(&["c_ns"]), vec![]).await, BackendErrorKind::AlreadyExists, "creating c_ns twice")?;
     let loaded = ok(b.load_namespace(ns(&["c_ns"])).await, "loading c_ns")?;
-    check(loaded == props, || format!("c_ns loaded as {loaded:?}, not {props:?}"))?;
+    check(holds(&loaded, &props), || format!("c_ns loaded as {loaded:?}, without {props:?}"))?;
     fails(b.load_namespace(ns(&["c_missing"])).await, BackendErrorKind::NotFound, "loading a missing namespace")?;
     let top = ok(b.list_namespaces(None, page(None, 1000)).await, "listing the top level")?;
     check(top.items.iter().any(|e| e.namespace == ns(&["c_ns"])), || "c_ns is not listed at the top level".into())
@@ -257,7 +264,8 @@ async fn properties(f: &Fixture) -> Outcome {
     let mut loaded = ok(b.load_namespace(ns(&["c_props"])).await, "loading c_props")?;
     loaded.sort();
     let expected = vec![("b".to_string(), "2".to_string()), ("c".to_string(), "3".to_string())];
-    check(loaded == expected, || format!("after the update c_props has {loaded:?}, not {expected:?}"))?;
+    let gone = !loaded.iter().any(|(k, _)| k == "a");
+    check(holds(&loaded, &expected) && gone, || format!("after the update c_props has {loaded:?}, not {expected:?}"))?;
     fails(
         b.update_namespace_properties(ns(&["c_props_missing"]), vec![], vec![]).await,
         BackendErrorKind::NotFound,

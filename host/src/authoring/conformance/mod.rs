@@ -57,6 +57,7 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
                 label: format!("mount `{name}`"),
                 kv: Some(space),
                 http: None,
+                tcp: None,
                 config: Default::default(),
                 log_budget: Default::default(),
             };
@@ -71,20 +72,22 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
                     label: grants.label.clone(),
                     kv: Some(lost_store()?),
                     http: None,
+                    tcp: None,
                     config: std::sync::RwLock::new(grants.config.read().expect("mount config").clone()),
                     log_budget: Default::default(),
                 },
-                // The same mount with its origin on a closed port.
+                // The same mount with its origin (http) or address (tcp) on a closed port.
                 false => {
                     let mut lost = (**mount).clone();
                     let mut url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url: {e}"))?;
                     if url.set_host(Some(UNREACHABLE_ORIGIN.0)).is_err()
                         || url.set_port(Some(UNREACHABLE_ORIGIN.1)).is_err()
                     {
-                        anyhow::bail!("catalog_url {} is not an http(s) URL", mount.catalog_url);
+                        anyhow::bail!("catalog_url {} names no host and port", mount.catalog_url);
                     }
                     lost.catalog_url = url.to_string();
                     lost.http_origins.clear();
+                    lost.tcp_origins.clear();
                     mount_grants(name, &lost, &nowhere).await?
                 }
             };
