@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A table with 2,000 snapshots: loadTable vs. the no-op handler serving the same body
 # (concurrency 1, 4 and 16), loadTable with `snapshots=refs` against `all` (body size
-# and requests/s), and sequential updateTable commits against what parsing
+# and requests/s), a 304 (If-None-Match) against the full answer, and sequential
+# updateTable commits against what parsing
 # that metadata once and writing it once cost (host/examples/metadata_cost.rs).
 # SUMMARY=minimal gives snapshots with one-key summaries (about 0.75 MB of metadata);
 # SUMMARY=realistic gives Spark-like append summaries with 20 partition summaries
@@ -77,6 +78,14 @@ for snapshots in all refs; do
   rps=$(taskset -c 1 wrk -t1 -c4 -d"$DURATION" -H "$auth" "$table?snapshots=$snapshots" | awk '/Requests\/sec/ {print $2}')
   echo "  snapshots=$snapshots: $size bytes, $rps req/s"
 done
+
+echo "loadTable answered 304 (If-None-Match: its ETag) against the full answer, c4"
+etag=$(curl -sf -D - -o /dev/null -H "$auth" "$table" | awk -F': ' 'tolower($1) == "etag" {print $2}' | tr -d '\r')
+status=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" -H "If-None-Match: $etag" "$table")
+[ "$status" = 304 ] || { echo "If-None-Match: $etag answered $status, not 304" >&2; exit 1; }
+full=$(taskset -c 1 wrk -t1 -c4 -d"$DURATION" -H "$auth" "$table" | awk '/Requests\/sec/ {print $2}')
+cached=$(taskset -c 1 wrk -t1 -c4 -d"$DURATION" -H "$auth" -H "If-None-Match: $etag" "$table" | awk '/Requests\/sec/ {print $2}')
+echo "  full: $full req/s; 304: $cached req/s; a 304 costs $(awk -v f="$full" -v c="$cached" 'BEGIN {printf "%.2f", f / c}')x a full load"
 
 echo "updateTable (requirement-free set-properties, one connection)"
 cat > "$work/commit.lua" <<'LUA'

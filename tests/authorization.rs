@@ -436,3 +436,47 @@ async fn create_bob(s: &Server, tenant: &str, role: &str) -> (String, Api) {
     let secret = created["client-secret"].as_str().unwrap().to_string();
     (created["id"].as_str().unwrap().to_string(), s.login("bob", &secret))
 }
+
+/// A conditional load is authorized first: once a reader's grant is revoked, its
+/// If-None-Match gets 404 (it sees nothing there any more), never 304; a reader given
+/// write gets vended read-write in place of read, so its read-only answer's tag is no
+/// match any more.
+#[tokio::test]
+async fn a_revoked_grant_gets_404_not_304() {
+    let s = Server::start("");
+    let admin: &Api = &s;
+    assert_eq!(admin.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "acme"}))).await.0, 201);
+    assert_eq!(admin.post("/namespaces", json!({"namespace": ["shared"]})).await.0, 200);
+    assert_eq!(admin.post("/namespaces/shared/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let (_, bob) = create_bob(&s, "acme", "reader").await;
+    let read = admin.grant(json!({"namespace": ["shared"], "privilege": "read", "principal": "bob"})).await;
+
+    let load = |tag: Option<String>| {
+        let mut request = bob.client.get(bob.url("/namespaces/shared/tables/t"));
+        request = request.header("x-iceberg-access-delegation", "vended-credentials");
+        if let Some(tag) = tag {
+            request = request.header("if-none-match", tag);
+        }
+        async move {
+            let r = request.send().await.unwrap();
+            let tag = r.headers().get("etag").map(|t| t.to_str().unwrap().to_string());
+            (r.status().as_u16(), tag)
+        }
+    };
+    let (status, tag) = load(None).await;
+    assert_eq!(status, 200);
+    let tag = tag.expect("an ETag");
+    assert_eq!(load(Some(tag.clone())).await, (304, Some(tag.clone())));
+
+    // Write as well: vended read-write now, another representation.
+    let write = admin.grant(json!({"namespace": ["shared"], "privilege": "write", "principal": "bob"})).await;
+    let (status, writer_tag) = load(Some(tag.clone())).await;
+    assert_eq!(status, 200);
+    assert!(writer_tag.is_some_and(|t| t != tag));
+
+    for grant in [read, write] {
+        let path = format!("/management/v1/grants/{}", grant["id"].as_str().unwrap());
+        assert_eq!(admin.send(Method::DELETE, &path, None).await.0, 204);
+    }
+    assert_eq!(load(Some(tag)).await.0, 404, "revoked: not 304");
+}

@@ -455,3 +455,108 @@ async fn unregister_forgets_a_table_and_keeps_its_files() {
     assert_eq!(status, 200, "{registered}");
     assert_eq!(s.get("/namespaces/db/tables/t2").await.1["metadata"]["properties"]["k"], "v");
 }
+
+/// A load's answer, raw: status, headers and body bytes.
+async fn load_raw(s: &Server, path: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let mut request = s.client.get(s.url(path));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let r = request.send().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    (status, headers, r.bytes().await.unwrap().to_vec())
+}
+
+fn etag_of(headers: &reqwest::header::HeaderMap) -> String {
+    headers.get("etag").expect("an ETag").to_str().unwrap().to_string()
+}
+
+/// loadTable and loadView answer with an ETag, private to the caller; If-None-Match
+/// with it gets 304 and no body until the table changes. Each representation
+/// (snapshots=all or refs, with or without vended credentials) has its own tag, and the
+/// answers to create, update and register carry the tag a load then has.
+#[tokio::test]
+async fn loads_carry_etags_and_a_matching_if_none_match_gets_304() {
+    let s = Server::start("");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let created = s.client.post(s.url("/namespaces/db/tables")).json(&json!({"name": "t", "schema": schema()}));
+    let created = created.send().await.unwrap();
+    assert_eq!(created.status(), 200);
+    let created_tag = etag_of(created.headers());
+
+    let (status, headers, body) = load_raw(&s, "/namespaces/db/tables/t", &[]).await;
+    assert_eq!(status, 200);
+    let tag = etag_of(&headers);
+    assert_eq!(tag, created_tag, "the create answered the tag a load has");
+    assert_eq!(headers["cache-control"], "private");
+    assert_eq!(headers["vary"], "Authorization");
+    assert!(!body.is_empty());
+
+    for sent in [tag.clone(), format!("W/{tag}"), format!("\"other\", {tag}")] {
+        let (status, headers, body) = load_raw(&s, "/namespaces/db/tables/t", &[("if-none-match", &sent)]).await;
+        assert_eq!((status, body.len()), (304, 0), "If-None-Match: {sent}");
+        assert_eq!(etag_of(&headers), tag);
+        assert_eq!(headers["cache-control"], "private");
+    }
+    for other in ["\"0123\"", "*"] {
+        assert_eq!(load_raw(&s, "/namespaces/db/tables/t", &[("if-none-match", other)]).await.0, 200, "{other}");
+    }
+
+    // Another representation of the same metadata: another tag, and the first is no match.
+    let inm = [("if-none-match", tag.as_str())];
+    let (status, headers, _) = load_raw(&s, "/namespaces/db/tables/t?snapshots=refs", &inm).await;
+    assert_eq!(status, 200);
+    let refs_tag = etag_of(&headers);
+    let vended = [("if-none-match", tag.as_str()), ("x-iceberg-access-delegation", "vended-credentials")];
+    let (status, headers, _) = load_raw(&s, "/namespaces/db/tables/t", &vended).await;
+    assert_eq!(status, 200);
+    let vended_tag = etag_of(&headers);
+    assert!(refs_tag != tag && vended_tag != tag && vended_tag != refs_tag);
+    let vended = [("if-none-match", vended_tag.as_str()), ("x-iceberg-access-delegation", "vended-credentials")];
+    assert_eq!(load_raw(&s, "/namespaces/db/tables/t", &vended).await.0, 304);
+
+    // A commit changes the tag, and answers the new one.
+    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let committed = s.client.post(s.url("/namespaces/db/tables/t")).json(&set).send().await.unwrap();
+    assert_eq!(committed.status(), 200);
+    let committed_tag = etag_of(committed.headers());
+    assert!(committed_tag != tag);
+    let (status, headers, body) = load_raw(&s, "/namespaces/db/tables/t", &inm).await;
+    assert_eq!(status, 200, "the table changed");
+    assert_eq!(etag_of(&headers), committed_tag);
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["metadata"]["properties"]["k"], "v");
+
+    // A registration answers the tag its loads have.
+    let location = body["metadata-location"].as_str().unwrap();
+    let registered = s.client.post(s.url("/namespaces/db/tables/t/unregister")).json(&json!({}));
+    assert_eq!(registered.send().await.unwrap().status(), 200);
+    let register = json!({"name": "t", "metadata-location": location});
+    let registered = s.client.post(s.url("/namespaces/db/register")).json(&register).send().await.unwrap();
+    assert_eq!(registered.status(), 200);
+    let registered_tag = etag_of(registered.headers());
+    let inm = [("if-none-match", registered_tag.as_str())];
+    assert_eq!(load_raw(&s, "/namespaces/db/tables/t", &inm).await.0, 304);
+
+    // Views: created, loaded, replaced.
+    let view = json!({
+        "name": "v", "schema": schema(),
+        "view-version": {"version-id": 1, "timestamp-ms": 1_700_000_000_000_i64, "schema-id": 0,
+            "summary": {"engine-name": "spark"},
+            "default-namespace": ["db"],
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
+    });
+    let created = s.client.post(s.url("/namespaces/db/views")).json(&view).send().await.unwrap();
+    assert_eq!(created.status(), 200);
+    let view_tag = etag_of(created.headers());
+    let inm = [("if-none-match", view_tag.as_str())];
+    let (status, headers, body) = load_raw(&s, "/namespaces/db/views/v", &inm).await;
+    assert_eq!((status, body.len(), etag_of(&headers)), (304, 0, view_tag.clone()));
+    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let replaced = s.client.post(s.url("/namespaces/db/views/v")).json(&set).send().await.unwrap();
+    assert_eq!(replaced.status(), 200);
+    let replaced_tag = etag_of(replaced.headers());
+    let (status, headers, _) = load_raw(&s, "/namespaces/db/views/v", &inm).await;
+    assert_eq!((status, etag_of(&headers)), (200, replaced_tag));
+}

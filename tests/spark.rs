@@ -5,12 +5,12 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Command;
-
 use support::moto::{s3_storage, sts_vending, Moto};
-use support::python::{repo_root, run_pytest_in, venv_with};
+use support::python::run_pytest_in;
 use support::{postgres_database, Server};
+
+/// How long vended credentials live in the scenario.
+const STS_LIFETIME_S: u64 = 20;
 
 #[tokio::test]
 async fn spark_sql_end_to_end() {
@@ -22,7 +22,8 @@ async fn spark_sql_end_to_end() {
     let server = Server::try_start_with_env(
         &format!(
             // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
-            "[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}\
+            // So do vended credentials: Spark refreshes them through loadCredentials.
+            "[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}duration_secs = {STS_LIFETIME_S}\n\
              [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{dir}/pg\"\nowner = \"acme\"\n\
              [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{remote}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n\
              [mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{dir}/lake.redb\"\nwarehouse_location = \"s3://lake/warehouse\"\nowner = \"acme\"\n",
@@ -34,15 +35,7 @@ async fn spark_sql_end_to_end() {
         &[("PARTNER_TOKEN", &token)],
     )
     .unwrap_or_else(|out| panic!("{out}"));
-    let target = Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().parent().unwrap().to_path_buf();
-    let jars = Command::new("bash")
-        .arg(repo_root().join("tests/java/spark-jars.sh"))
-        .arg(target.join("spark-jars"))
-        .output()
-        .expect("fetching the Spark runtime (Maven is needed)");
-    assert!(jars.status.success(), "{}", String::from_utf8_lossy(&jars.stderr));
-    let jars = String::from_utf8(jars.stdout).unwrap().trim().to_string();
-    let venv = venv_with(target.join("spark-venv"), "requirements-spark.txt");
+    let (venv, jars) = support::spark::spark();
     let warehouse = server.dir.path().join("data/warehouse").display().to_string();
     let started = std::time::Instant::now();
     let env = [
@@ -52,10 +45,24 @@ async fn spark_sql_end_to_end() {
         ("RUSTBERG_REMOTE_CREDENTIAL", remote.credential.as_deref().unwrap()),
         ("RUSTBERG_WAREHOUSE", warehouse.as_str()),
         ("SPARK_JARS", jars.as_str()),
+        ("RUSTBERG_STS_LIFETIME_S", &STS_LIFETIME_S.to_string()),
     ];
     // Blocking is fine here: the servers are processes of their own.
     run_pytest_in(&venv, "test_spark.py", &env, 900);
     eprintln!("the Spark scenario took {:.0?}", started.elapsed());
+
+    // Spark read past its first credentials' expiry through the refresh route the loads named.
+    let metrics = reqwest::get(format!("{}/metrics", server.base)).await.unwrap().text().await.unwrap();
+    let refreshes: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("rustberg_http_requests_total{")
+                && l.contains("/credentials\"")
+                && l.contains("status=\"200\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(refreshes > 0.0, "Spark never asked loadCredentials:\n{metrics}");
 
     // What Spark wrote through its vended credentials is in the bucket, under the table.
     let listing = reqwest::get(format!("{}/lake?list-type=2&prefix=warehouse/", moto.url)).await.unwrap();

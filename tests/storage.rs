@@ -260,6 +260,62 @@ async fn vended_credentials_cover_every_managed_warehouse() {
     assert!(keys.iter().any(|k| k.ends_with(".metadata.json")), "{keys:?}");
 }
 
+/// Vended credentials say when they expire and where to refresh them (the table's
+/// loadCredentials route); a conditional load gets 304 while they are good for more
+/// than a minute, and the same table anew, with new credentials, once they are not.
+#[tokio::test(flavor = "multi_thread")]
+async fn vended_credentials_expire_and_a_304_never_outlives_them() {
+    let lifetime_s = 64;
+    let short = |c: String| c.replace("mode = \"sts\"", &format!("mode = \"sts\"\nduration_secs = {lifetime_s}"));
+    let (_moto, sts, server, _mount_dir) = lake(short).await;
+    let writer = server.login("writer", "writer-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let now_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let load = |tag: Option<String>| {
+        let mut request = writer.client.get(writer.url("/namespaces/db/tables/t"));
+        request = request.header("X-Iceberg-Access-Delegation", "vended-credentials");
+        if let Some(tag) = tag {
+            request = request.header("if-none-match", tag);
+        }
+        async move {
+            let r = request.send().await.unwrap();
+            let tag = r.headers().get("etag").map(|t| t.to_str().unwrap().to_string());
+            (r.status().as_u16(), tag, r.bytes().await.unwrap())
+        }
+    };
+
+    let (status, tag, body) = load(None).await;
+    assert_eq!(status, 200);
+    let loaded: Value = serde_json::from_slice(&body).unwrap();
+    let config = &loaded["storage-credentials"][0]["config"];
+    let expires: i64 = config["s3.session-token-expires-at-ms"].as_str().expect("an expiry").parse().unwrap();
+    let left = expires - now_ms();
+    assert!((lifetime_s - 10) * 1000 < left && left <= lifetime_s * 1000, "expires in {left} ms");
+    let refresh = loaded["config"]["client.refresh-credentials-endpoint"].as_str().expect("a refresh endpoint");
+    assert_eq!(refresh, "v1/catalog/namespaces/db/tables/t/credentials");
+    let refreshed = writer.send(reqwest::Method::GET, &format!("/{refresh}"), None).await;
+    assert_eq!(refreshed.0, 200, "{}", refreshed.1);
+    assert!(refreshed.1["storage-credentials"][0]["config"]["s3.session-token"].is_string(), "{}", refreshed.1);
+    let tag = tag.expect("an ETag");
+    assert!(tag.ends_with(&format!("-{expires}\"")), "the tag carries the expiry: {tag}");
+
+    let vends = sts.count();
+    let (status, again, body) = load(Some(tag.clone())).await;
+    assert_eq!((status, again.as_deref(), body.len()), (304, Some(tag.as_str()), 0));
+    assert_eq!(sts.count(), vends, "a 304 vends nothing");
+
+    // Within a minute of the expiry the tag is no match: the table comes with new credentials.
+    let wait = expires - 60_000 - now_ms();
+    tokio::time::sleep(std::time::Duration::from_millis(wait.max(0) as u64 + 500)).await;
+    let (status, new_tag, body) = load(Some(tag.clone())).await;
+    assert_eq!(status, 200);
+    assert!(new_tag.is_some_and(|t| t != tag));
+    let loaded: Value = serde_json::from_slice(&body).unwrap();
+    let renewed = loaded["storage-credentials"][0]["config"]["s3.session-token-expires-at-ms"].as_str().unwrap();
+    assert!(renewed.parse::<i64>().unwrap() > expires);
+}
+
 /// A vend that fails is not an error: the table loads without credentials, the
 /// response never carries `null`, and the log says why.
 #[tokio::test(flavor = "multi_thread")]
@@ -280,8 +336,12 @@ async fn a_failed_vend_still_loads_the_table_and_logs_why() {
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
     assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
 
-    let (status, loaded) = vended(&writer, reqwest::Method::GET, "/namespaces/db/tables/t", None).await;
-    assert_eq!(status, 200, "{loaded}");
+    let request = writer.client.get(writer.url("/namespaces/db/tables/t"));
+    let response = request.header("X-Iceberg-Access-Delegation", "vended-credentials").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // STS may answer next time: an answer without the credentials asked for is not one to keep.
+    assert!(response.headers().get("etag").is_none(), "{:?}", response.headers());
+    let loaded: Value = response.json().await.unwrap();
     assert!(loaded.get("storage-credentials").is_none(), "{loaded}");
     assert!(loaded["metadata"]["location"].is_string());
     let (status, body) = writer.get("/namespaces/db/tables/t/credentials").await;

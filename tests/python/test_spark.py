@@ -13,9 +13,11 @@ RUSTBERG_REMOTE_URL / RUSTBERG_REMOTE_CREDENTIAL: the Rustberg `partner` mounts.
 import os
 import pathlib
 import threading
+import time
 
 import pytest
-from pyspark.sql import SparkSession
+
+import spark_session
 
 # The catalogs Spark is given: the whole tree (`rb`), which a read-only mount leaves with no
 # write endpoints, so the Java client refuses writes there; the root catalog alone and the
@@ -52,27 +54,15 @@ def catalog_settings():
             "header.X-Iceberg-Access-Delegation": "vended-credential",
         },
     }
-    for name, settings in catalogs.items():
-        yield f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog"
-        yield f"spark.sql.catalog.{name}.type", "rest"
-        for key, value in settings.items():
-            yield f"spark.sql.catalog.{name}.{key}", value
+    for settings in catalogs.values():
+        settings["type"] = "rest"
+    return catalogs
 
 
 @pytest.fixture(scope="module")
 def spark():
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("rustberg")
-        .config("spark.jars", os.environ["SPARK_JARS"])
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-    )
     # `credential`: OAuth2 client credentials; the Java client fetches and refreshes its token.
-    for key, value in catalog_settings():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = spark_session.start("rustberg", catalog_settings())
     yield session
     session.stop()
 
@@ -217,6 +207,8 @@ def test_s3_with_vended_credentials_only(spark):
         "INSERT INTO lake.s3db.events VALUES (1, timestamp'2026-01-01 10:00:00', 'a'), "
         "(2, timestamp'2026-01-02 11:00:00', 'b')"
     )
+    # The credentials the loads vended expire: the rest runs on refreshed ones.
+    time.sleep(int(os.environ["RUSTBERG_STS_LIFETIME_S"]) + 1)
     spark.sql("DELETE FROM lake.s3db.events WHERE id = 1")
     assert rows(spark, "SELECT id, data FROM lake.s3db.events") == [(2, "b")]
     paths = [r[0] for r in rows(spark, "SELECT file_path FROM lake.s3db.events.files")]

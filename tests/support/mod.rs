@@ -4,6 +4,7 @@
 pub mod hive;
 pub mod moto;
 pub mod python;
+pub mod spark;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

@@ -53,10 +53,21 @@ pub fn wants_vended(delegation: Option<&str>) -> bool {
     delegation.is_some_and(|d| d.split(',').any(|m| m.trim() == "vended-credentials"))
 }
 
-/// Vends credentials for the table at `location` in `mount`: read-write when the
-/// caller (`authz`, its access as the request read it) may write the table and the
-/// mount is writable, read-only otherwise. A mount without a warehouse here (a remote
-/// catalog) gets nothing from this server.
+/// What the credentials vended to the caller (`authz`, its access as the request read
+/// it) for `resource` in `mount` may do: read-write when it may write the table and the
+/// mount is writable, read-only otherwise.
+pub fn data_access(authz: &Access, mount: &Mount, resource: &Resource) -> DataAccess {
+    let held = authz.held(resource);
+    if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
+        DataAccess::ReadWrite
+    } else {
+        DataAccess::Read
+    }
+}
+
+/// Vends credentials for the table at `location` in `mount`, as [`data_access`] says. A
+/// mount without a warehouse here (a remote catalog) gets nothing from this server.
+/// Credentials that expire name the loadCredentials route a client refreshes them at.
 pub async fn vend(
     state: &super::AppState,
     authz: &Access,
@@ -68,12 +79,7 @@ pub async fn vend(
     mount.served_files()?;
     let resource = Resource::table(namespace, name);
     let caller = &authz.caller;
-    let held = authz.held(&resource);
-    let access = if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
-        DataAccess::ReadWrite
-    } else {
-        DataAccess::Read
-    };
+    let access = data_access(authz, mount, &resource);
     let vended = state.vendor.vend(location, access, &caller.name).await;
     let audited = match &vended {
         Ok(vended) => {
@@ -94,8 +100,24 @@ pub async fn vend(
             Vend::Refused { reason: reason.to_string() }
         }
     };
-    authz.audit_vend(&resource, held, audited);
-    vended.ok()
+    authz.audit_vend(&resource, authz.held(&resource), audited);
+    let mut vended = vended.ok()?;
+    if vended.expires_at_ms.is_some() {
+        vended.config.push(("client.refresh-credentials-endpoint".into(), refresh_endpoint(namespace, name)));
+    }
+    Some(vended)
+}
+
+/// The loadCredentials route of a table, relative to the catalog's URI as clients
+/// resolve it (under the prefix that serves the whole tree).
+fn refresh_endpoint(namespace: &[String], name: &str) -> String {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let levels: Vec<String> = namespace.iter().map(|l| utf8_percent_encode(l, NON_ALPHANUMERIC).to_string()).collect();
+    let path = Endpoint::LoadCredentials
+        .path()
+        .replace("{namespace}", &levels.join("%1F"))
+        .replace("{table}", &utf8_percent_encode(name, NON_ALPHANUMERIC).to_string());
+    format!("v1/{}{path}", super::PREFIX)
 }
 
 /// loadCredentials: the credentials loadTable would vend, as a list (empty when

@@ -6,6 +6,7 @@ mod catalog_config;
 mod credentials;
 mod detach;
 mod endpoints;
+mod etag;
 mod health;
 pub mod idempotency;
 mod listing_bodies;

@@ -6,15 +6,16 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::credentials::{self, Delegation};
+use super::etag::{self, Digest128, IfNoneMatch, Representation, Tag};
 use super::idempotency::{Revend, Secrets};
 use super::members::{self, Kind, Resolved};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, LoadTableQuery,
     RegisterTableRequest, RenameTableRequest, Snapshots, TableResult,
 };
-use super::{parse_namespace, Endpoint, Json, Query, State};
+use super::{parse_namespace, AppState, Endpoint, Json, Query, State};
 use crate::auth::Caller;
-use crate::authz::Effect;
+use crate::authz::{Effect, Resource};
 use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
@@ -84,6 +85,15 @@ pub async fn create(
     let committed = tables::create(mount, &ident, &metadata, &placement).await?;
     let vended = vend().await;
     let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
+    let tag = match wants_vended && mount.served_files().is_some() {
+        false => committed_tag(&committed.metadata_location),
+        true => {
+            let access = credentials::data_access(&access, mount, &Resource::table(&ns, &ident.name));
+            let representation = Representation::table(&committed.metadata_location, Snapshots::All, &[], "")
+                .vending(Some((access, state.vendor.fingerprint())));
+            vended_tag(&state, representation.digest(), vended.as_ref())
+        }
+    };
     let (config, storage_credentials) = with_vended(&[], vended);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -91,7 +101,7 @@ pub async fn create(
         config: Some(&config),
         storage_credentials: &storage_credentials,
     };
-    Ok(with_secrets(response.into_response(), secrets))
+    Ok(with_secrets(etag::tagged(response.into_response(), tag), secrets))
 }
 
 /// What an idempotent replay of a response carrying `vended` vends anew (the
@@ -126,44 +136,75 @@ fn with_vended(config: &[(String, String)], vended: Option<Vended>) -> (Vec<(Str
     }
 }
 
+/// loadTable. With `If-None-Match` naming the representation this request would get
+/// (see `etag`), 304 and no body, the metadata unread and nothing vended.
 pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<LoadTableQuery>,
     Delegation(delegation): Delegation,
+    if_none_match: IfNoneMatch,
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
     // A mount of a remote catalog forwards the header; the remote vends for its storage.
     let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
-    let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
+    let pointer = tables::load(mount, ident, delegation).await?;
+    let digest =
+        Representation::table(&pointer.metadata_location, q.snapshots, &pointer.config, &pointer.storage_credentials)
+            .vending(vending.then(|| {
+                (credentials::data_access(access, mount, &resolved.resource(Kind::Table)), state.vendor.fingerprint())
+            }))
+            .digest();
+    if let Some(held) = if_none_match.fresh(digest) {
+        return Ok(held.not_modified());
+    }
+    let loaded = tables::servable(mount, pointer).await?;
     let pointer = &loaded.pointer;
     let metadata_json = match q.snapshots {
         Snapshots::All => loaded.held.json.clone(),
         Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?,
     };
     if !vending {
-        return Ok(TableResult {
+        let response = TableResult {
             metadata_location: Some(&pointer.metadata_location),
             metadata_json,
             config: Some(&pointer.config),
             storage_credentials: &pointer.storage_credentials,
-        }
-        .into_response());
+        };
+        return Ok(etag::tagged(response.into_response(), Some(Tag::new(digest, None))));
     }
     let location = tables::location(mount, &loaded.held)?;
     // Boxed: vending's future would size every load's, and most loads vend nothing.
     let vended =
         Box::pin(credentials::vend(&state, access, mount, &resolved.namespace(), &ident.name, &location)).await;
+    let tag = vended_tag(&state, digest, vended.as_ref());
     let (config, storage_credentials) = with_vended(&pointer.config, vended);
-    Ok(TableResult {
+    let response = TableResult {
         metadata_location: Some(&pointer.metadata_location),
         metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
+    };
+    Ok(etag::tagged(response.into_response(), tag))
+}
+
+/// The tag of an answer that asked for vended credentials: it carries their expiry. A
+/// vend that may have failed in passing (STS did not answer) leaves the answer untagged,
+/// so that the next load vends again.
+fn vended_tag(state: &AppState, digest: Digest128, vended: Option<&Vended>) -> Option<Tag> {
+    match vended {
+        Some(vended) => Some(Tag::new(digest, vended.expires_at_ms)),
+        None if state.vendor.expires() => None,
+        None => Some(Tag::new(digest, None)),
     }
-    .into_response())
+}
+
+/// The tag of a commit's or a registration's answer: the metadata as a plain loadTable
+/// of a table whose backend adds no config would have it.
+fn committed_tag(metadata_location: &str) -> Option<Tag> {
+    Some(Tag::new(Representation::table(metadata_location, Snapshots::All, &[], "").digest(), None))
 }
 
 pub async fn exists(
@@ -189,13 +230,14 @@ pub async fn commit(
     let Resolved { mount, ident, .. } =
         members::resolve_parsed(&state, caller, ns, name, Endpoint::UpdateTable, Kind::Table).await?;
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
-    Ok(TableResult {
+    let tag = committed_tag(&committed.metadata_location);
+    let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: committed.metadata_json,
         config: None,
         storage_credentials: "",
-    }
-    .into_response())
+    };
+    Ok(etag::tagged(response.into_response(), tag))
 }
 
 pub async fn drop(
@@ -242,13 +284,14 @@ pub async fn register(
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
-    Ok(TableResult {
+    let tag = committed_tag(&committed.metadata_location);
+    let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: committed.metadata_json,
         config: Some(&[]),
         storage_credentials: "",
-    }
-    .into_response())
+    };
+    Ok(etag::tagged(response.into_response(), tag))
 }
 
 pub async fn rename(

@@ -11,6 +11,7 @@ use iceberg::spec::{Schema, ViewVersion};
 use iceberg::ViewUpdate;
 use serde::Deserialize;
 
+use super::etag::{self, IfNoneMatch, Representation, Tag};
 use super::members::{self, Kind, Resolved};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
 use super::{parse_namespace, Endpoint, Json, Query, State};
@@ -48,9 +49,16 @@ pub struct RegisterViewRequest {
     metadata_location: String,
 }
 
+/// A view's answer, tagged with the representation a loadView of it has.
 fn result(location: &str, json: Bytes) -> Response {
-    TableResult { metadata_location: Some(location), metadata_json: json, config: Some(&[]), storage_credentials: "" }
-        .into_response()
+    let response = TableResult {
+        metadata_location: Some(location),
+        metadata_json: json,
+        config: Some(&[]),
+        storage_credentials: "",
+    };
+    let tag = Tag::new(Representation::view(location).digest(), None);
+    etag::tagged(response.into_response(), Some(tag))
 }
 
 pub async fn list(
@@ -84,10 +92,15 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    if_none_match: IfNoneMatch,
 ) -> Result<Response, Error> {
     let Resolved { mount, ident, .. } =
         members::resolve(&state, caller, &raw, name, Endpoint::LoadView, Kind::View).await?;
-    let loaded = tables::servable(mount, views::load(mount, &ident).await?).await?;
+    let pointer = views::load(mount, &ident).await?;
+    if let Some(held) = if_none_match.fresh(Representation::view(&pointer.metadata_location).digest()) {
+        return Ok(held.not_modified());
+    }
+    let loaded = tables::servable(mount, pointer).await?;
     Ok(result(&loaded.pointer.metadata_location, loaded.held.json.clone()))
 }
 

@@ -24,6 +24,8 @@ pub enum DataAccess {
 pub struct Vended {
     pub prefix: String,
     pub config: Vec<(String, String)>,
+    /// When the credentials expire (milliseconds since the epoch); static keys do not.
+    pub expires_at_ms: Option<u64>,
 }
 
 impl Vended {
@@ -121,6 +123,8 @@ pub struct Vendor {
     prefixes: Vec<Reach>,
     /// The stores: mounts' own (`[mount.<name>.s3]`) first, `[storage.s3]` last.
     stores: Vec<ObjectStore>,
+    /// Names this policy (not its secrets): an answer's entity tag changes with it.
+    fingerprint: u64,
 }
 
 impl Vendor {
@@ -136,8 +140,9 @@ impl Vendor {
             VendingMode::None => Mode::Off,
             VendingMode::Sts => {
                 let role_arn = v.role_arn.clone().ok_or("storage.vending.role_arn is required for mode = \"sts\"")?;
-                if !(900..=43_200).contains(&v.duration_secs) {
-                    return Err("storage.vending.duration_secs must be between 900 and 43200".into());
+                // AWS takes 900 and more; an S3-compatible STS may take less.
+                if !(1..=43_200).contains(&v.duration_secs) {
+                    return Err("storage.vending.duration_secs must be between 1 and 43200".into());
                 }
                 Mode::Sts { role_arn, duration: Duration::from_secs(v.duration_secs) }
             }
@@ -167,7 +172,7 @@ impl Vendor {
                 Mode::Static(keys)
             }
         };
-        let prefixes = match &v.prefixes {
+        let prefixes: Vec<Reach> = match &v.prefixes {
             Some(prefixes) => prefixes
                 .iter()
                 .map(|p| Reach::parse(p).map_err(|e| format!("storage.vending.prefixes {e}")))
@@ -182,7 +187,20 @@ impl Vendor {
             })
             .collect::<Result<Vec<_>, String>>()?;
         stores.push(ObjectStore::new(None, &config.storage.s3, v.sts_endpoint.as_ref(), sts)?);
-        Ok(Self { mode, prefixes, stores })
+        let fingerprint = fingerprint(&mode, &prefixes, &stores);
+        Ok(Self { mode, prefixes, stores, fingerprint })
+    }
+
+    /// Names the vending policy: what is vended where, with which keys (by their ids),
+    /// for how long. Two servers with the same configuration have the same.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Whether what it vends expires (STS credentials do; static keys do not), so that a
+    /// refused vend may be a passing failure.
+    pub fn expires(&self) -> bool {
+        matches!(self.mode, Mode::Sts { .. })
     }
 
     /// The store a location lives in: the mount's own whose warehouse holds it, else the
@@ -214,6 +232,7 @@ impl Vendor {
         if !self.prefixes.iter().any(|p| p.contains(location)) {
             return Err(Refusal::OutsidePrefixes(location.to_string()));
         }
+        let mut expires_at_ms = None;
         let keys = match &self.mode {
             Mode::Off => return Err(Refusal::Off),
             Mode::Static(keys) => {
@@ -238,16 +257,55 @@ impl Vendor {
                     ("s3.secret-access-key".to_string(), c.secret_access_key),
                     ("s3.session-token".to_string(), c.session_token),
                 ];
-                if let Ok(t) = c.expiration.parse::<reqsign_core::time::Timestamp>() {
-                    keys.push(("s3.session-token-expires-at-ms".into(), (t.as_second() * 1000).to_string()));
-                }
+                expires_at_ms = c.expiration.parse::<reqsign_core::time::Timestamp>().ok().map(|t| {
+                    let ms = t.as_second().max(0) as u64 * 1000;
+                    keys.push(("s3.session-token-expires-at-ms".into(), ms.to_string()));
+                    ms
+                });
                 keys
             }
         };
         let mut config = keys;
         config.extend(self.store_of(location).client_config.iter().cloned());
-        Ok(Vended { prefix: location.to_string(), config })
+        Ok(Vended { prefix: location.to_string(), config, expires_at_ms })
     }
+}
+
+fn fingerprint(mode: &Mode, prefixes: &[Reach], stores: &[ObjectStore]) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    match mode {
+        Mode::Off => field("off"),
+        Mode::Sts { role_arn, duration } => {
+            field("sts");
+            field(role_arn);
+            field(&duration.as_secs().to_string());
+        }
+        Mode::Static(keys) => {
+            field("static");
+            for k in keys {
+                field(&k.prefix.to_string());
+                field(k.write.as_ref().map_or("", |(id, _)| id));
+                field(k.read.as_ref().map_or("", |(id, _)| id));
+            }
+        }
+    }
+    for p in prefixes {
+        field(&p.to_string());
+    }
+    for store in stores {
+        field(&store.root.as_ref().map(Reach::to_string).unwrap_or_default());
+        for (k, v) in &store.client_config {
+            field(k);
+            field(v);
+        }
+    }
+    let digest = h.finalize();
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// STS allows 2–64 characters of `[\w+=,.@-]` in a session name.
