@@ -146,3 +146,22 @@ fn plugin_check_reports_the_tcp_grant() {
     let sockets = report.lines().find(|l| l.contains("wasi:sockets/tcp@")).expect("imports wasi:sockets");
     assert!(sockets.contains("granted: tcp"), "{report}");
 }
+
+/// Spark SQL with Iceberg's own HiveCatalog (Java) on the metastore and with its
+/// RESTCatalog on the hms mount share tables both ways (`tests/python/test_spark_hive.py`).
+#[test]
+fn spark_and_its_hive_catalog_share_tables_through_an_hms_mount() {
+    let metastore = Metastore::start();
+    let server = hms_server(&metastore);
+    let (venv, jars) = support::spark::spark();
+    let (warehouse, url) = (metastore.warehouse(), metastore.url());
+    let env = [
+        ("RUSTBERG_URL", server.base.as_str()),
+        ("RUSTBERG_CREDENTIAL", server.credential.as_deref().unwrap()),
+        ("SPARK_JARS", jars.as_str()),
+        ("HMS_URL", url.as_str()),
+        ("HMS_WAREHOUSE", warehouse.as_str()),
+        ("RUSTBERG_MOUNT", "legacy"),
+    ];
+    support::python::run_pytest_in(&venv, "test_spark_hive.py", &env, 600);
+}
