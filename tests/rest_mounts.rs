@@ -121,6 +121,20 @@ async fn a_rustberg_catalog_mounted_read_only() {
         assert!(e.starts_with("GET ") || e.starts_with("HEAD ") || metrics, "{e}");
     }
     assert_eq!(remote.head("/namespaces/sales/tables/orders").await, 204, "nothing changed at the remote");
+
+    // The mount's loads carry a tag of their own: 304 while the remote's table stays, the
+    // table anew once the remote commits.
+    let orders = s.url("/namespaces/partner%1Fsales/tables/orders");
+    let conditional = |tag: &str| s.client.get(&orders).header("if-none-match", tag).send();
+    let first = s.client.get(&orders).send().await.unwrap();
+    let tag = first.headers()["etag"].to_str().unwrap().to_string();
+    assert_eq!(conditional(&tag).await.unwrap().status(), 304);
+    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    assert_eq!(remote.post("/namespaces/sales/tables/orders", set).await.0, 200);
+    let changed = conditional(&tag).await.unwrap();
+    assert_eq!(changed.status(), 200);
+    assert!(changed.headers()["etag"] != tag.as_str());
+    assert_eq!(changed.json::<Value>().await.unwrap()["metadata"]["properties"]["k"], "v");
 }
 
 /// A fake remote catalog: ten namespaces in remote pages of three (the last page lists a
