@@ -1,5 +1,6 @@
-//! A real Apache Hive Metastore (2.3.9, Thrift, on an embedded Derby database) for the
-//! hms tests, started by tests/hive/metastore.sh in a folder of its own.
+//! A real Apache Hive Metastore (2.3.9, or 4.0.1, Thrift, on an embedded Derby database)
+//! for the hms tests, started by tests/hive/metastore.sh (metastore4.sh) in a folder of
+//! its own.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ pub struct Metastore {
     dir: tempfile::TempDir,
     pub port: u16,
     lock_timeout_s: u32,
+    /// The script that runs it (tests/hive/).
+    script: &'static str,
 }
 
 impl Drop for Metastore {
@@ -33,9 +36,18 @@ impl Metastore {
 
     /// A new metastore whose locks time out after `lock_timeout_s` without a heartbeat.
     pub fn with_lock_timeout(lock_timeout_s: u32) -> Metastore {
+        Self::run("metastore.sh", lock_timeout_s)
+    }
+
+    /// A new Hive 4.0.1 metastore (its own lock timeout).
+    pub fn hive4() -> Metastore {
+        Self::run("metastore4.sh", 300)
+    }
+
+    fn run(script: &'static str, lock_timeout_s: u32) -> Metastore {
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut metastore = Metastore { child: None, dir, port, lock_timeout_s };
+        let mut metastore = Metastore { child: None, dir, port, lock_timeout_s, script };
         metastore.resume();
         metastore
     }
@@ -70,14 +82,14 @@ impl Metastore {
         assert!(self.child.is_none(), "the metastore is running");
         let log = std::fs::File::create(self.dir.path().join("metastore.log")).unwrap();
         let child = Command::new("bash")
-            .arg(repo_root().join("tests/hive/metastore.sh"))
+            .arg(repo_root().join("tests/hive").join(self.script))
             .arg(self.dir.path().join("hms"))
             .arg(self.port.to_string())
             .env("HIVE_LOCK_TIMEOUT_S", self.lock_timeout_s.to_string())
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
-            .expect("starting tests/hive/metastore.sh");
+            .expect("starting the metastore's script");
         self.child = Some(child);
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {

@@ -32,7 +32,10 @@ wit_bindgen::generate!({
 use std::collections::BTreeMap;
 
 use exports::rustberg::catalog::backend::Guest;
-use metastore::{call, lock, Database, EnvironmentContext, Retry, TThriftHiveMetastoreSyncClient, Table};
+use metastore::{
+    call, lock, Database, EnvironmentContext, GetTableRequest, GetTablesRequest, Retry, TThriftHiveMetastoreSyncClient,
+    Table,
+};
 use rustberg::catalog::config;
 use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
@@ -148,7 +151,7 @@ fn after_cursor(mut names: Vec<String>, after: Option<&str>) -> Vec<String> {
 fn get_entry(id: &Ident, kind: Kind) -> Result<Table, Error> {
     let db = database(&id.namespace)?.to_string();
     let name = id.name.clone();
-    let table = call("get_table", Retry::Read, |c| c.get_table(db.clone(), name.clone()))?;
+    let table = get_table(&db, &name)?;
     match tables::kind_of(&table) {
         Some(found) if found == kind => Ok(table),
         Some(found) => {
@@ -158,10 +161,16 @@ fn get_entry(id: &Ident, kind: Kind) -> Result<Table, Error> {
     }
 }
 
+/// The metastore's entry named `db`.`name`, whatever it is. (`get_table_req`: Hive 4
+/// removed `get_table`.)
+fn get_table(db: &str, name: &str) -> Result<Table, Error> {
+    let request = GetTableRequest::new(db.to_string(), name.to_string());
+    Ok(call("get_table_req", Retry::Read, |c| c.get_table_req(request.clone()))?.table)
+}
+
 /// Whether a table or view of any kind is named `id`.
 fn taken(db: &str, name: &str) -> Result<bool, Error> {
-    let (db, name) = (db.to_string(), name.to_string());
-    match call("get_table", Retry::Read, |c| c.get_table(db.clone(), name.clone())) {
+    match get_table(db, name) {
         Ok(_) => Ok(true),
         Err(Error::NotFound(_)) => Ok(false),
         Err(e) => Err(e),
@@ -179,8 +188,10 @@ fn list(ns: &[String], page: PageRequest, kind: Kind) -> Result<NamePage, Error>
     let mut items = Vec::new();
     while items.len() < limit && names.peek().is_some() {
         let batch: Vec<String> = names.by_ref().take(limit - items.len()).collect();
+        let request = GetTablesRequest::new(db.clone(), batch);
         let objects =
-            call("get_table_objects_by_name", Retry::Read, |c| c.get_table_objects_by_name(db.clone(), batch.clone()))?;
+            call("get_table_objects_by_name_req", Retry::Read, |c| c.get_table_objects_by_name_req(request.clone()))?
+                .tables;
         let mut found: Vec<String> =
             objects.iter().filter(|t| tables::kind_of(t) == Some(kind)).filter_map(|t| t.table_name.clone()).collect();
         found.sort();

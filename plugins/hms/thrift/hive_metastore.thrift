@@ -106,6 +106,26 @@ struct HeartbeatRequest {
   2: optional i64 txnid
 }
 
+// The request forms: Hive 4 removed get_table and get_table_objects_by_name; these
+// (Hive 2.1 and later) are served by every version tested.
+struct GetTableRequest {
+  1: required string dbName,
+  2: required string tblName
+}
+
+struct GetTableResult {
+  1: required Table table
+}
+
+struct GetTablesRequest {
+  1: required string dbName,
+  2: optional list<string> tblNames
+}
+
+struct GetTablesResult {
+  1: required list<Table> tables
+}
+
 exception MetaException { 1: string message }
 exception NoSuchObjectException { 1: string message }
 exception AlreadyExistsException { 1: string message }
@@ -127,8 +147,8 @@ service ThriftHiveMetastore {
       throws (1: NoSuchObjectException o1, 2: InvalidOperationException o2, 3: MetaException o3)
 
   list<string> get_all_tables(1: string db_name) throws (1: MetaException o1)
-  Table get_table(1: string dbname, 2: string tbl_name) throws (1: MetaException o1, 2: NoSuchObjectException o2)
-  list<Table> get_table_objects_by_name(1: string dbname, 2: list<string> tbl_names)
+  GetTableResult get_table_req(1: GetTableRequest req) throws (1: MetaException o1, 2: NoSuchObjectException o2)
+  GetTablesResult get_table_objects_by_name_req(1: GetTablesRequest req)
       throws (1: MetaException o1, 2: InvalidOperationException o2, 3: UnknownDBException o3)
   void create_table(1: Table tbl)
       throws (1: AlreadyExistsException o1, 2: InvalidObjectException o2, 3: MetaException o3,

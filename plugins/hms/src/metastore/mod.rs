@@ -25,9 +25,9 @@ use self::thrift::{
     NoSuchObjectException, NoSuchTxnException, ThriftHiveMetastoreSyncClient, TxnAbortedException, UnknownDBException,
 };
 pub use self::thrift::{
-    CheckLockRequest, Database, EnvironmentContext, FieldSchema, HeartbeatRequest, LockComponent, LockLevel,
-    LockRequest, LockState, LockType, SerDeInfo, StorageDescriptor, TThriftHiveMetastoreSyncClient, Table,
-    UnlockRequest,
+    CheckLockRequest, Database, EnvironmentContext, FieldSchema, GetTableRequest, GetTablesRequest, HeartbeatRequest,
+    LockComponent, LockLevel, LockRequest, LockState, LockType, SerDeInfo, StorageDescriptor,
+    TThriftHiveMetastoreSyncClient, Table, UnlockRequest,
 };
 use crate::rustberg::catalog::config;
 use crate::rustberg::catalog::types::Error;

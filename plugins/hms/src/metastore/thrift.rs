@@ -1777,6 +1777,275 @@ impl Default for HeartbeatRequest {
 }
 
 //
+// GetTableRequest
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetTableRequest {
+  pub db_name: String,
+  pub tbl_name: String,
+}
+
+impl GetTableRequest {
+  pub fn new(db_name: String, tbl_name: String) -> GetTableRequest {
+    GetTableRequest {
+      db_name,
+      tbl_name,
+    }
+  }
+}
+
+impl TSerializable for GetTableRequest {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<GetTableRequest> {
+    i_prot.read_struct_begin()?;
+    let mut f_1: Option<String> = None;
+    let mut f_2: Option<String> = None;
+    loop {
+      let field_ident = i_prot.read_field_begin()?;
+      if field_ident.field_type == TType::Stop {
+        break;
+      }
+      let field_id = field_id(&field_ident)?;
+      match field_id {
+        1 => {
+          let val = i_prot.read_string()?;
+          f_1 = Some(val);
+        },
+        2 => {
+          let val = i_prot.read_string()?;
+          f_2 = Some(val);
+        },
+        _ => {
+          i_prot.skip(field_ident.field_type)?;
+        },
+      };
+      i_prot.read_field_end()?;
+    }
+    i_prot.read_struct_end()?;
+    verify_required_field_exists("GetTableRequest.db_name", &f_1)?;
+    verify_required_field_exists("GetTableRequest.tbl_name", &f_2)?;
+    let ret = GetTableRequest {
+      db_name: f_1.expect("auto-generated code should have checked for presence of required fields"),
+      tbl_name: f_2.expect("auto-generated code should have checked for presence of required fields"),
+    };
+    Ok(ret)
+  }
+  fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let struct_ident = TStructIdentifier::new("GetTableRequest");
+    o_prot.write_struct_begin(&struct_ident)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("dbName", TType::String, 1))?;
+    o_prot.write_string(&self.db_name)?;
+    o_prot.write_field_end()?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("tblName", TType::String, 2))?;
+    o_prot.write_string(&self.tbl_name)?;
+    o_prot.write_field_end()?;
+    o_prot.write_field_stop()?;
+    o_prot.write_struct_end()
+  }
+}
+
+//
+// GetTableResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetTableResult {
+  pub table: Table,
+}
+
+impl GetTableResult {
+  pub fn new(table: Table) -> GetTableResult {
+    GetTableResult {
+      table,
+    }
+  }
+}
+
+impl TSerializable for GetTableResult {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<GetTableResult> {
+    i_prot.read_struct_begin()?;
+    let mut f_1: Option<Table> = None;
+    loop {
+      let field_ident = i_prot.read_field_begin()?;
+      if field_ident.field_type == TType::Stop {
+        break;
+      }
+      let field_id = field_id(&field_ident)?;
+      match field_id {
+        1 => {
+          let val = Table::read_from_in_protocol(i_prot)?;
+          f_1 = Some(val);
+        },
+        _ => {
+          i_prot.skip(field_ident.field_type)?;
+        },
+      };
+      i_prot.read_field_end()?;
+    }
+    i_prot.read_struct_end()?;
+    verify_required_field_exists("GetTableResult.table", &f_1)?;
+    let ret = GetTableResult {
+      table: f_1.expect("auto-generated code should have checked for presence of required fields"),
+    };
+    Ok(ret)
+  }
+  fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let struct_ident = TStructIdentifier::new("GetTableResult");
+    o_prot.write_struct_begin(&struct_ident)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("table", TType::Struct, 1))?;
+    self.table.write_to_out_protocol(o_prot)?;
+    o_prot.write_field_end()?;
+    o_prot.write_field_stop()?;
+    o_prot.write_struct_end()
+  }
+}
+
+//
+// GetTablesRequest
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetTablesRequest {
+  pub db_name: String,
+  pub tbl_names: Option<Vec<String>>,
+}
+
+impl GetTablesRequest {
+  pub fn new<F2>(db_name: String, tbl_names: F2) -> GetTablesRequest where F2: Into<Option<Vec<String>>> {
+    GetTablesRequest {
+      db_name,
+      tbl_names: tbl_names.into(),
+    }
+  }
+}
+
+impl TSerializable for GetTablesRequest {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<GetTablesRequest> {
+    i_prot.read_struct_begin()?;
+    let mut f_1: Option<String> = None;
+    let mut f_2: Option<Vec<String>> = None;
+    loop {
+      let field_ident = i_prot.read_field_begin()?;
+      if field_ident.field_type == TType::Stop {
+        break;
+      }
+      let field_id = field_id(&field_ident)?;
+      match field_id {
+        1 => {
+          let val = i_prot.read_string()?;
+          f_1 = Some(val);
+        },
+        2 => {
+          let list_ident = i_prot.read_list_begin()?;
+          let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
+          for _ in 0..list_ident.size {
+            let list_elem_15 = i_prot.read_string()?;
+            val.push(list_elem_15);
+          }
+          i_prot.read_list_end()?;
+          f_2 = Some(val);
+        },
+        _ => {
+          i_prot.skip(field_ident.field_type)?;
+        },
+      };
+      i_prot.read_field_end()?;
+    }
+    i_prot.read_struct_end()?;
+    verify_required_field_exists("GetTablesRequest.db_name", &f_1)?;
+    let ret = GetTablesRequest {
+      db_name: f_1.expect("auto-generated code should have checked for presence of required fields"),
+      tbl_names: f_2,
+    };
+    Ok(ret)
+  }
+  fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let struct_ident = TStructIdentifier::new("GetTablesRequest");
+    o_prot.write_struct_begin(&struct_ident)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("dbName", TType::String, 1))?;
+    o_prot.write_string(&self.db_name)?;
+    o_prot.write_field_end()?;
+    if let Some(ref fld_var) = self.tbl_names {
+      o_prot.write_field_begin(&TFieldIdentifier::new("tblNames", TType::List, 2))?;
+      o_prot.write_list_begin(&TListIdentifier::new(TType::String, fld_var.len() as i32))?;
+      for e in fld_var {
+        o_prot.write_string(e)?;
+      }
+      o_prot.write_list_end()?;
+      o_prot.write_field_end()?
+    }
+    o_prot.write_field_stop()?;
+    o_prot.write_struct_end()
+  }
+}
+
+//
+// GetTablesResult
+//
+
+#[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+pub struct GetTablesResult {
+  pub tables: Vec<Table>,
+}
+
+impl GetTablesResult {
+  pub fn new(tables: Vec<Table>) -> GetTablesResult {
+    GetTablesResult {
+      tables,
+    }
+  }
+}
+
+impl TSerializable for GetTablesResult {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<GetTablesResult> {
+    i_prot.read_struct_begin()?;
+    let mut f_1: Option<Vec<Table>> = None;
+    loop {
+      let field_ident = i_prot.read_field_begin()?;
+      if field_ident.field_type == TType::Stop {
+        break;
+      }
+      let field_id = field_id(&field_ident)?;
+      match field_id {
+        1 => {
+          let list_ident = i_prot.read_list_begin()?;
+          let mut val: Vec<Table> = Vec::with_capacity(list_ident.size as usize);
+          for _ in 0..list_ident.size {
+            let list_elem_16 = Table::read_from_in_protocol(i_prot)?;
+            val.push(list_elem_16);
+          }
+          i_prot.read_list_end()?;
+          f_1 = Some(val);
+        },
+        _ => {
+          i_prot.skip(field_ident.field_type)?;
+        },
+      };
+      i_prot.read_field_end()?;
+    }
+    i_prot.read_struct_end()?;
+    verify_required_field_exists("GetTablesResult.tables", &f_1)?;
+    let ret = GetTablesResult {
+      tables: f_1.expect("auto-generated code should have checked for presence of required fields"),
+    };
+    Ok(ret)
+  }
+  fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let struct_ident = TStructIdentifier::new("GetTablesResult");
+    o_prot.write_struct_begin(&struct_ident)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("tables", TType::List, 1))?;
+    o_prot.write_list_begin(&TListIdentifier::new(TType::Struct, self.tables.len() as i32))?;
+    for e in &self.tables {
+      e.write_to_out_protocol(o_prot)?;
+    }
+    o_prot.write_list_end()?;
+    o_prot.write_field_end()?;
+    o_prot.write_field_stop()?;
+    o_prot.write_struct_end()
+  }
+}
+
+//
 // MetaException
 //
 
@@ -2577,8 +2846,8 @@ pub trait TThriftHiveMetastoreSyncClient {
   fn alter_database(&mut self, dbname: String, db: Database) -> thrift::Result<()>;
   fn drop_database(&mut self, name: String, delete_data: bool, cascade: bool) -> thrift::Result<()>;
   fn get_all_tables(&mut self, db_name: String) -> thrift::Result<Vec<String>>;
-  fn get_table(&mut self, dbname: String, tbl_name: String) -> thrift::Result<Table>;
-  fn get_table_objects_by_name(&mut self, dbname: String, tbl_names: Vec<String>) -> thrift::Result<Vec<Table>>;
+  fn get_table_req(&mut self, req: GetTableRequest) -> thrift::Result<GetTableResult>;
+  fn get_table_objects_by_name_req(&mut self, req: GetTablesRequest) -> thrift::Result<GetTablesResult>;
   fn create_table(&mut self, tbl: Table) -> thrift::Result<()>;
   fn alter_table_with_environment_context(&mut self, dbname: String, tbl_name: String, new_tbl: Table, environment_context: EnvironmentContext) -> thrift::Result<()>;
   fn drop_table(&mut self, dbname: String, name: String, delete_data: bool) -> thrift::Result<()>;
@@ -2774,12 +3043,12 @@ impl <C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetast
       result.ok_or()
     }
   }
-  fn get_table(&mut self, dbname: String, tbl_name: String) -> thrift::Result<Table> {
+  fn get_table_req(&mut self, req: GetTableRequest) -> thrift::Result<GetTableResult> {
     (
       {
         self.increment_sequence_number();
-        let message_ident = TMessageIdentifier::new("get_table", TMessageType::Call, self.sequence_number());
-        let call_args = ThriftHiveMetastoreGetTableArgs { dbname, tbl_name };
+        let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Call, self.sequence_number());
+        let call_args = ThriftHiveMetastoreGetTableReqArgs { req };
         self.o_prot_mut().write_message_begin(&message_ident)?;
         call_args.write_to_out_protocol(self.o_prot_mut())?;
         self.o_prot_mut().write_message_end()?;
@@ -2789,24 +3058,24 @@ impl <C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetast
     {
       let message_ident = self.i_prot_mut().read_message_begin()?;
       verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
-      verify_expected_service_call("get_table", &message_ident.name)?;
+      verify_expected_service_call("get_table_req", &message_ident.name)?;
       if message_ident.message_type == TMessageType::Exception {
         let remote_error = thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
         self.i_prot_mut().read_message_end()?;
         return Err(thrift::Error::Application(remote_error))
       }
       verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
-      let result = ThriftHiveMetastoreGetTableResult::read_from_in_protocol(self.i_prot_mut())?;
+      let result = ThriftHiveMetastoreGetTableReqResult::read_from_in_protocol(self.i_prot_mut())?;
       self.i_prot_mut().read_message_end()?;
       result.ok_or()
     }
   }
-  fn get_table_objects_by_name(&mut self, dbname: String, tbl_names: Vec<String>) -> thrift::Result<Vec<Table>> {
+  fn get_table_objects_by_name_req(&mut self, req: GetTablesRequest) -> thrift::Result<GetTablesResult> {
     (
       {
         self.increment_sequence_number();
-        let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Call, self.sequence_number());
-        let call_args = ThriftHiveMetastoreGetTableObjectsByNameArgs { dbname, tbl_names };
+        let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Call, self.sequence_number());
+        let call_args = ThriftHiveMetastoreGetTableObjectsByNameReqArgs { req };
         self.o_prot_mut().write_message_begin(&message_ident)?;
         call_args.write_to_out_protocol(self.o_prot_mut())?;
         self.o_prot_mut().write_message_end()?;
@@ -2816,14 +3085,14 @@ impl <C: TThriftClient + TThriftHiveMetastoreSyncClientMarker> TThriftHiveMetast
     {
       let message_ident = self.i_prot_mut().read_message_begin()?;
       verify_expected_sequence_number(self.sequence_number(), message_ident.sequence_number)?;
-      verify_expected_service_call("get_table_objects_by_name", &message_ident.name)?;
+      verify_expected_service_call("get_table_objects_by_name_req", &message_ident.name)?;
       if message_ident.message_type == TMessageType::Exception {
         let remote_error = thrift::Error::read_application_error_from_in_protocol(self.i_prot_mut())?;
         self.i_prot_mut().read_message_end()?;
         return Err(thrift::Error::Application(remote_error))
       }
       verify_expected_message_type(TMessageType::Reply, message_ident.message_type)?;
-      let result = ThriftHiveMetastoreGetTableObjectsByNameResult::read_from_in_protocol(self.i_prot_mut())?;
+      let result = ThriftHiveMetastoreGetTableObjectsByNameReqResult::read_from_in_protocol(self.i_prot_mut())?;
       self.i_prot_mut().read_message_end()?;
       result.ok_or()
     }
@@ -3030,8 +3299,8 @@ pub trait ThriftHiveMetastoreSyncHandler {
   fn handle_alter_database(&self, dbname: String, db: Database) -> thrift::Result<()>;
   fn handle_drop_database(&self, name: String, delete_data: bool, cascade: bool) -> thrift::Result<()>;
   fn handle_get_all_tables(&self, db_name: String) -> thrift::Result<Vec<String>>;
-  fn handle_get_table(&self, dbname: String, tbl_name: String) -> thrift::Result<Table>;
-  fn handle_get_table_objects_by_name(&self, dbname: String, tbl_names: Vec<String>) -> thrift::Result<Vec<Table>>;
+  fn handle_get_table_req(&self, req: GetTableRequest) -> thrift::Result<GetTableResult>;
+  fn handle_get_table_objects_by_name_req(&self, req: GetTablesRequest) -> thrift::Result<GetTablesResult>;
   fn handle_create_table(&self, tbl: Table) -> thrift::Result<()>;
   fn handle_alter_table_with_environment_context(&self, dbname: String, tbl_name: String, new_tbl: Table, environment_context: EnvironmentContext) -> thrift::Result<()>;
   fn handle_drop_table(&self, dbname: String, name: String, delete_data: bool) -> thrift::Result<()>;
@@ -3069,11 +3338,11 @@ impl <H: ThriftHiveMetastoreSyncHandler> ThriftHiveMetastoreSyncProcessor<H> {
   fn process_get_all_tables(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
     TThriftHiveMetastoreProcessFunctions::process_get_all_tables(&self.handler, incoming_sequence_number, i_prot, o_prot)
   }
-  fn process_get_table(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    TThriftHiveMetastoreProcessFunctions::process_get_table(&self.handler, incoming_sequence_number, i_prot, o_prot)
+  fn process_get_table_req(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    TThriftHiveMetastoreProcessFunctions::process_get_table_req(&self.handler, incoming_sequence_number, i_prot, o_prot)
   }
-  fn process_get_table_objects_by_name(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    TThriftHiveMetastoreProcessFunctions::process_get_table_objects_by_name(&self.handler, incoming_sequence_number, i_prot, o_prot)
+  fn process_get_table_objects_by_name_req(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    TThriftHiveMetastoreProcessFunctions::process_get_table_objects_by_name_req(&self.handler, incoming_sequence_number, i_prot, o_prot)
   }
   fn process_create_table(&self, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
     TThriftHiveMetastoreProcessFunctions::process_create_table(&self.handler, incoming_sequence_number, i_prot, o_prot)
@@ -3509,13 +3778,13 @@ impl TThriftHiveMetastoreProcessFunctions {
       },
     }
   }
-  pub fn process_get_table<H: ThriftHiveMetastoreSyncHandler>(handler: &H, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let args = ThriftHiveMetastoreGetTableArgs::read_from_in_protocol(i_prot)?;
-    match handler.handle_get_table(args.dbname, args.tbl_name) {
+  pub fn process_get_table_req<H: ThriftHiveMetastoreSyncHandler>(handler: &H, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let args = ThriftHiveMetastoreGetTableReqArgs::read_from_in_protocol(i_prot)?;
+    match handler.handle_get_table_req(args.req) {
       Ok(handler_return) => {
-        let message_ident = TMessageIdentifier::new("get_table", TMessageType::Reply, incoming_sequence_number);
+        let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Reply, incoming_sequence_number);
         o_prot.write_message_begin(&message_ident)?;
-        let ret = ThriftHiveMetastoreGetTableResult { result_value: Some(handler_return), o1: None, o2: None };
+        let ret = ThriftHiveMetastoreGetTableReqResult { result_value: Some(handler_return), o1: None, o2: None };
         ret.write_to_out_protocol(o_prot)?;
         o_prot.write_message_end()?;
         o_prot.flush()
@@ -3525,16 +3794,16 @@ impl TThriftHiveMetastoreProcessFunctions {
           thrift::Error::User(usr_err) => {
             if usr_err.downcast_ref::<MetaException>().is_some() {
               let err = usr_err.downcast::<MetaException>().expect("downcast already checked");
-              let ret_err = ThriftHiveMetastoreGetTableResult{ result_value: None, o1: Some(*err), o2: None };
-              let message_ident = TMessageIdentifier::new("get_table", TMessageType::Reply, incoming_sequence_number);
+              let ret_err = ThriftHiveMetastoreGetTableReqResult{ result_value: None, o1: Some(*err), o2: None };
+              let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Reply, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               ret_err.write_to_out_protocol(o_prot)?;
               o_prot.write_message_end()?;
               o_prot.flush()
             } else if usr_err.downcast_ref::<NoSuchObjectException>().is_some() {
               let err = usr_err.downcast::<NoSuchObjectException>().expect("downcast already checked");
-              let ret_err = ThriftHiveMetastoreGetTableResult{ result_value: None, o1: None, o2: Some(*err) };
-              let message_ident = TMessageIdentifier::new("get_table", TMessageType::Reply, incoming_sequence_number);
+              let ret_err = ThriftHiveMetastoreGetTableReqResult{ result_value: None, o1: None, o2: Some(*err) };
+              let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Reply, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               ret_err.write_to_out_protocol(o_prot)?;
               o_prot.write_message_end()?;
@@ -3546,7 +3815,7 @@ impl TThriftHiveMetastoreProcessFunctions {
                   usr_err.to_string()
                 )
               };
-              let message_ident = TMessageIdentifier::new("get_table", TMessageType::Exception, incoming_sequence_number);
+              let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Exception, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
               o_prot.write_message_end()?;
@@ -3554,7 +3823,7 @@ impl TThriftHiveMetastoreProcessFunctions {
             }
           },
           thrift::Error::Application(app_err) => {
-            let message_ident = TMessageIdentifier::new("get_table", TMessageType::Exception, incoming_sequence_number);
+            let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Exception, incoming_sequence_number);
             o_prot.write_message_begin(&message_ident)?;
             thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
             o_prot.write_message_end()?;
@@ -3567,7 +3836,7 @@ impl TThriftHiveMetastoreProcessFunctions {
                 e.to_string()
               )
             };
-            let message_ident = TMessageIdentifier::new("get_table", TMessageType::Exception, incoming_sequence_number);
+            let message_ident = TMessageIdentifier::new("get_table_req", TMessageType::Exception, incoming_sequence_number);
             o_prot.write_message_begin(&message_ident)?;
             thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
             o_prot.write_message_end()?;
@@ -3577,13 +3846,13 @@ impl TThriftHiveMetastoreProcessFunctions {
       },
     }
   }
-  pub fn process_get_table_objects_by_name<H: ThriftHiveMetastoreSyncHandler>(handler: &H, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let args = ThriftHiveMetastoreGetTableObjectsByNameArgs::read_from_in_protocol(i_prot)?;
-    match handler.handle_get_table_objects_by_name(args.dbname, args.tbl_names) {
+  pub fn process_get_table_objects_by_name_req<H: ThriftHiveMetastoreSyncHandler>(handler: &H, incoming_sequence_number: i32, i_prot: &mut dyn TInputProtocol, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
+    let args = ThriftHiveMetastoreGetTableObjectsByNameReqArgs::read_from_in_protocol(i_prot)?;
+    match handler.handle_get_table_objects_by_name_req(args.req) {
       Ok(handler_return) => {
-        let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Reply, incoming_sequence_number);
+        let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Reply, incoming_sequence_number);
         o_prot.write_message_begin(&message_ident)?;
-        let ret = ThriftHiveMetastoreGetTableObjectsByNameResult { result_value: Some(handler_return), o1: None, o2: None, o3: None };
+        let ret = ThriftHiveMetastoreGetTableObjectsByNameReqResult { result_value: Some(handler_return), o1: None, o2: None, o3: None };
         ret.write_to_out_protocol(o_prot)?;
         o_prot.write_message_end()?;
         o_prot.flush()
@@ -3593,24 +3862,24 @@ impl TThriftHiveMetastoreProcessFunctions {
           thrift::Error::User(usr_err) => {
             if usr_err.downcast_ref::<MetaException>().is_some() {
               let err = usr_err.downcast::<MetaException>().expect("downcast already checked");
-              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameResult{ result_value: None, o1: Some(*err), o2: None, o3: None };
-              let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Reply, incoming_sequence_number);
+              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameReqResult{ result_value: None, o1: Some(*err), o2: None, o3: None };
+              let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Reply, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               ret_err.write_to_out_protocol(o_prot)?;
               o_prot.write_message_end()?;
               o_prot.flush()
             } else if usr_err.downcast_ref::<InvalidOperationException>().is_some() {
               let err = usr_err.downcast::<InvalidOperationException>().expect("downcast already checked");
-              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameResult{ result_value: None, o1: None, o2: Some(*err), o3: None };
-              let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Reply, incoming_sequence_number);
+              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameReqResult{ result_value: None, o1: None, o2: Some(*err), o3: None };
+              let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Reply, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               ret_err.write_to_out_protocol(o_prot)?;
               o_prot.write_message_end()?;
               o_prot.flush()
             } else if usr_err.downcast_ref::<UnknownDBException>().is_some() {
               let err = usr_err.downcast::<UnknownDBException>().expect("downcast already checked");
-              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameResult{ result_value: None, o1: None, o2: None, o3: Some(*err) };
-              let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Reply, incoming_sequence_number);
+              let ret_err = ThriftHiveMetastoreGetTableObjectsByNameReqResult{ result_value: None, o1: None, o2: None, o3: Some(*err) };
+              let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Reply, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               ret_err.write_to_out_protocol(o_prot)?;
               o_prot.write_message_end()?;
@@ -3622,7 +3891,7 @@ impl TThriftHiveMetastoreProcessFunctions {
                   usr_err.to_string()
                 )
               };
-              let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Exception, incoming_sequence_number);
+              let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Exception, incoming_sequence_number);
               o_prot.write_message_begin(&message_ident)?;
               thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
               o_prot.write_message_end()?;
@@ -3630,7 +3899,7 @@ impl TThriftHiveMetastoreProcessFunctions {
             }
           },
           thrift::Error::Application(app_err) => {
-            let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Exception, incoming_sequence_number);
+            let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Exception, incoming_sequence_number);
             o_prot.write_message_begin(&message_ident)?;
             thrift::Error::write_application_error_to_out_protocol(&app_err, o_prot)?;
             o_prot.write_message_end()?;
@@ -3643,7 +3912,7 @@ impl TThriftHiveMetastoreProcessFunctions {
                 e.to_string()
               )
             };
-            let message_ident = TMessageIdentifier::new("get_table_objects_by_name", TMessageType::Exception, incoming_sequence_number);
+            let message_ident = TMessageIdentifier::new("get_table_objects_by_name_req", TMessageType::Exception, incoming_sequence_number);
             o_prot.write_message_begin(&message_ident)?;
             thrift::Error::write_application_error_to_out_protocol(&ret_err, o_prot)?;
             o_prot.write_message_end()?;
@@ -4185,11 +4454,11 @@ impl <H: ThriftHiveMetastoreSyncHandler> TProcessor for ThriftHiveMetastoreSyncP
       "get_all_tables" => {
         self.process_get_all_tables(message_ident.sequence_number, i_prot, o_prot)
       },
-      "get_table" => {
-        self.process_get_table(message_ident.sequence_number, i_prot, o_prot)
+      "get_table_req" => {
+        self.process_get_table_req(message_ident.sequence_number, i_prot, o_prot)
       },
-      "get_table_objects_by_name" => {
-        self.process_get_table_objects_by_name(message_ident.sequence_number, i_prot, o_prot)
+      "get_table_objects_by_name_req" => {
+        self.process_get_table_objects_by_name_req(message_ident.sequence_number, i_prot, o_prot)
       },
       "create_table" => {
         self.process_create_table(message_ident.sequence_number, i_prot, o_prot)
@@ -4305,8 +4574,8 @@ impl ThriftHiveMetastoreGetAllDatabasesResult {
           let list_ident = i_prot.read_list_begin()?;
           let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
           for _ in 0..list_ident.size {
-            let list_elem_15 = i_prot.read_string()?;
-            val.push(list_elem_15);
+            let list_elem_17 = i_prot.read_string()?;
+            val.push(list_elem_17);
           }
           i_prot.read_list_end()?;
           f_0 = Some(val);
@@ -4994,8 +5263,8 @@ impl ThriftHiveMetastoreGetAllTablesResult {
           let list_ident = i_prot.read_list_begin()?;
           let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
           for _ in 0..list_ident.size {
-            let list_elem_16 = i_prot.read_string()?;
-            val.push(list_elem_16);
+            let list_elem_18 = i_prot.read_string()?;
+            val.push(list_elem_18);
           }
           i_prot.read_list_end()?;
           f_0 = Some(val);
@@ -5040,20 +5309,18 @@ impl ThriftHiveMetastoreGetAllTablesResult {
 }
 
 //
-// ThriftHiveMetastoreGetTableArgs
+// ThriftHiveMetastoreGetTableReqArgs
 //
 
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-struct ThriftHiveMetastoreGetTableArgs {
-  dbname: String,
-  tbl_name: String,
+struct ThriftHiveMetastoreGetTableReqArgs {
+  req: GetTableRequest,
 }
 
-impl ThriftHiveMetastoreGetTableArgs {
-  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableArgs> {
+impl ThriftHiveMetastoreGetTableReqArgs {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableReqArgs> {
     i_prot.read_struct_begin()?;
-    let mut f_1: Option<String> = None;
-    let mut f_2: Option<String> = None;
+    let mut f_1: Option<GetTableRequest> = None;
     loop {
       let field_ident = i_prot.read_field_begin()?;
       if field_ident.field_type == TType::Stop {
@@ -5062,12 +5329,8 @@ impl ThriftHiveMetastoreGetTableArgs {
       let field_id = field_id(&field_ident)?;
       match field_id {
         1 => {
-          let val = i_prot.read_string()?;
+          let val = GetTableRequest::read_from_in_protocol(i_prot)?;
           f_1 = Some(val);
-        },
-        2 => {
-          let val = i_prot.read_string()?;
-          f_2 = Some(val);
         },
         _ => {
           i_prot.skip(field_ident.field_type)?;
@@ -5076,22 +5339,17 @@ impl ThriftHiveMetastoreGetTableArgs {
       i_prot.read_field_end()?;
     }
     i_prot.read_struct_end()?;
-    verify_required_field_exists("ThriftHiveMetastoreGetTableArgs.dbname", &f_1)?;
-    verify_required_field_exists("ThriftHiveMetastoreGetTableArgs.tbl_name", &f_2)?;
-    let ret = ThriftHiveMetastoreGetTableArgs {
-      dbname: f_1.expect("auto-generated code should have checked for presence of required fields"),
-      tbl_name: f_2.expect("auto-generated code should have checked for presence of required fields"),
+    verify_required_field_exists("ThriftHiveMetastoreGetTableReqArgs.req", &f_1)?;
+    let ret = ThriftHiveMetastoreGetTableReqArgs {
+      req: f_1.expect("auto-generated code should have checked for presence of required fields"),
     };
     Ok(ret)
   }
   fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let struct_ident = TStructIdentifier::new("get_table_args");
+    let struct_ident = TStructIdentifier::new("get_table_req_args");
     o_prot.write_struct_begin(&struct_ident)?;
-    o_prot.write_field_begin(&TFieldIdentifier::new("dbname", TType::String, 1))?;
-    o_prot.write_string(&self.dbname)?;
-    o_prot.write_field_end()?;
-    o_prot.write_field_begin(&TFieldIdentifier::new("tbl_name", TType::String, 2))?;
-    o_prot.write_string(&self.tbl_name)?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("req", TType::Struct, 1))?;
+    self.req.write_to_out_protocol(o_prot)?;
     o_prot.write_field_end()?;
     o_prot.write_field_stop()?;
     o_prot.write_struct_end()
@@ -5099,18 +5357,18 @@ impl ThriftHiveMetastoreGetTableArgs {
 }
 
 //
-// ThriftHiveMetastoreGetTableResult
+// ThriftHiveMetastoreGetTableReqResult
 //
 
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-struct ThriftHiveMetastoreGetTableResult {
-  result_value: Option<Table>,
+struct ThriftHiveMetastoreGetTableReqResult {
+  result_value: Option<GetTableResult>,
   o1: Option<MetaException>,
   o2: Option<NoSuchObjectException>,
 }
 
-impl ThriftHiveMetastoreGetTableResult {
-  fn ok_or(self) -> thrift::Result<Table> {
+impl ThriftHiveMetastoreGetTableReqResult {
+  fn ok_or(self) -> thrift::Result<GetTableResult> {
     if self.o1.is_some() {
       Err(thrift::Error::User(Box::new(self.o1.unwrap())))
     } else if self.o2.is_some() {
@@ -5122,15 +5380,15 @@ impl ThriftHiveMetastoreGetTableResult {
         thrift::Error::Application(
           ApplicationError::new(
             ApplicationErrorKind::MissingResult,
-            "no result received for ThriftHiveMetastoreGetTable"
+            "no result received for ThriftHiveMetastoreGetTableReq"
           )
         )
       )
     }
   }
-  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableResult> {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableReqResult> {
     i_prot.read_struct_begin()?;
-    let mut f_0: Option<Table> = None;
+    let mut f_0: Option<GetTableResult> = None;
     let mut f_1: Option<MetaException> = None;
     let mut f_2: Option<NoSuchObjectException> = None;
     loop {
@@ -5141,7 +5399,7 @@ impl ThriftHiveMetastoreGetTableResult {
       let field_id = field_id(&field_ident)?;
       match field_id {
         0 => {
-          let val = Table::read_from_in_protocol(i_prot)?;
+          let val = GetTableResult::read_from_in_protocol(i_prot)?;
           f_0 = Some(val);
         },
         1 => {
@@ -5159,7 +5417,7 @@ impl ThriftHiveMetastoreGetTableResult {
       i_prot.read_field_end()?;
     }
     i_prot.read_struct_end()?;
-    let ret = ThriftHiveMetastoreGetTableResult {
+    let ret = ThriftHiveMetastoreGetTableReqResult {
       result_value: f_0,
       o1: f_1,
       o2: f_2,
@@ -5167,7 +5425,7 @@ impl ThriftHiveMetastoreGetTableResult {
     Ok(ret)
   }
   fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetTableResult");
+    let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetTableReqResult");
     o_prot.write_struct_begin(&struct_ident)?;
     if let Some(ref fld_var) = self.result_value {
       o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
@@ -5190,20 +5448,18 @@ impl ThriftHiveMetastoreGetTableResult {
 }
 
 //
-// ThriftHiveMetastoreGetTableObjectsByNameArgs
+// ThriftHiveMetastoreGetTableObjectsByNameReqArgs
 //
 
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-struct ThriftHiveMetastoreGetTableObjectsByNameArgs {
-  dbname: String,
-  tbl_names: Vec<String>,
+struct ThriftHiveMetastoreGetTableObjectsByNameReqArgs {
+  req: GetTablesRequest,
 }
 
-impl ThriftHiveMetastoreGetTableObjectsByNameArgs {
-  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableObjectsByNameArgs> {
+impl ThriftHiveMetastoreGetTableObjectsByNameReqArgs {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableObjectsByNameReqArgs> {
     i_prot.read_struct_begin()?;
-    let mut f_1: Option<String> = None;
-    let mut f_2: Option<Vec<String>> = None;
+    let mut f_1: Option<GetTablesRequest> = None;
     loop {
       let field_ident = i_prot.read_field_begin()?;
       if field_ident.field_type == TType::Stop {
@@ -5212,18 +5468,8 @@ impl ThriftHiveMetastoreGetTableObjectsByNameArgs {
       let field_id = field_id(&field_ident)?;
       match field_id {
         1 => {
-          let val = i_prot.read_string()?;
+          let val = GetTablesRequest::read_from_in_protocol(i_prot)?;
           f_1 = Some(val);
-        },
-        2 => {
-          let list_ident = i_prot.read_list_begin()?;
-          let mut val: Vec<String> = Vec::with_capacity(list_ident.size as usize);
-          for _ in 0..list_ident.size {
-            let list_elem_17 = i_prot.read_string()?;
-            val.push(list_elem_17);
-          }
-          i_prot.read_list_end()?;
-          f_2 = Some(val);
         },
         _ => {
           i_prot.skip(field_ident.field_type)?;
@@ -5232,26 +5478,17 @@ impl ThriftHiveMetastoreGetTableObjectsByNameArgs {
       i_prot.read_field_end()?;
     }
     i_prot.read_struct_end()?;
-    verify_required_field_exists("ThriftHiveMetastoreGetTableObjectsByNameArgs.dbname", &f_1)?;
-    verify_required_field_exists("ThriftHiveMetastoreGetTableObjectsByNameArgs.tbl_names", &f_2)?;
-    let ret = ThriftHiveMetastoreGetTableObjectsByNameArgs {
-      dbname: f_1.expect("auto-generated code should have checked for presence of required fields"),
-      tbl_names: f_2.expect("auto-generated code should have checked for presence of required fields"),
+    verify_required_field_exists("ThriftHiveMetastoreGetTableObjectsByNameReqArgs.req", &f_1)?;
+    let ret = ThriftHiveMetastoreGetTableObjectsByNameReqArgs {
+      req: f_1.expect("auto-generated code should have checked for presence of required fields"),
     };
     Ok(ret)
   }
   fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let struct_ident = TStructIdentifier::new("get_table_objects_by_name_args");
+    let struct_ident = TStructIdentifier::new("get_table_objects_by_name_req_args");
     o_prot.write_struct_begin(&struct_ident)?;
-    o_prot.write_field_begin(&TFieldIdentifier::new("dbname", TType::String, 1))?;
-    o_prot.write_string(&self.dbname)?;
-    o_prot.write_field_end()?;
-    o_prot.write_field_begin(&TFieldIdentifier::new("tbl_names", TType::List, 2))?;
-    o_prot.write_list_begin(&TListIdentifier::new(TType::String, self.tbl_names.len() as i32))?;
-    for e in &self.tbl_names {
-      o_prot.write_string(e)?;
-    }
-    o_prot.write_list_end()?;
+    o_prot.write_field_begin(&TFieldIdentifier::new("req", TType::Struct, 1))?;
+    self.req.write_to_out_protocol(o_prot)?;
     o_prot.write_field_end()?;
     o_prot.write_field_stop()?;
     o_prot.write_struct_end()
@@ -5259,19 +5496,19 @@ impl ThriftHiveMetastoreGetTableObjectsByNameArgs {
 }
 
 //
-// ThriftHiveMetastoreGetTableObjectsByNameResult
+// ThriftHiveMetastoreGetTableObjectsByNameReqResult
 //
 
 #[derive(Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-struct ThriftHiveMetastoreGetTableObjectsByNameResult {
-  result_value: Option<Vec<Table>>,
+struct ThriftHiveMetastoreGetTableObjectsByNameReqResult {
+  result_value: Option<GetTablesResult>,
   o1: Option<MetaException>,
   o2: Option<InvalidOperationException>,
   o3: Option<UnknownDBException>,
 }
 
-impl ThriftHiveMetastoreGetTableObjectsByNameResult {
-  fn ok_or(self) -> thrift::Result<Vec<Table>> {
+impl ThriftHiveMetastoreGetTableObjectsByNameReqResult {
+  fn ok_or(self) -> thrift::Result<GetTablesResult> {
     if self.o1.is_some() {
       Err(thrift::Error::User(Box::new(self.o1.unwrap())))
     } else if self.o2.is_some() {
@@ -5285,15 +5522,15 @@ impl ThriftHiveMetastoreGetTableObjectsByNameResult {
         thrift::Error::Application(
           ApplicationError::new(
             ApplicationErrorKind::MissingResult,
-            "no result received for ThriftHiveMetastoreGetTableObjectsByName"
+            "no result received for ThriftHiveMetastoreGetTableObjectsByNameReq"
           )
         )
       )
     }
   }
-  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableObjectsByNameResult> {
+  fn read_from_in_protocol(i_prot: &mut dyn TInputProtocol) -> thrift::Result<ThriftHiveMetastoreGetTableObjectsByNameReqResult> {
     i_prot.read_struct_begin()?;
-    let mut f_0: Option<Vec<Table>> = None;
+    let mut f_0: Option<GetTablesResult> = None;
     let mut f_1: Option<MetaException> = None;
     let mut f_2: Option<InvalidOperationException> = None;
     let mut f_3: Option<UnknownDBException> = None;
@@ -5305,13 +5542,7 @@ impl ThriftHiveMetastoreGetTableObjectsByNameResult {
       let field_id = field_id(&field_ident)?;
       match field_id {
         0 => {
-          let list_ident = i_prot.read_list_begin()?;
-          let mut val: Vec<Table> = Vec::with_capacity(list_ident.size as usize);
-          for _ in 0..list_ident.size {
-            let list_elem_18 = Table::read_from_in_protocol(i_prot)?;
-            val.push(list_elem_18);
-          }
-          i_prot.read_list_end()?;
+          let val = GetTablesResult::read_from_in_protocol(i_prot)?;
           f_0 = Some(val);
         },
         1 => {
@@ -5333,7 +5564,7 @@ impl ThriftHiveMetastoreGetTableObjectsByNameResult {
       i_prot.read_field_end()?;
     }
     i_prot.read_struct_end()?;
-    let ret = ThriftHiveMetastoreGetTableObjectsByNameResult {
+    let ret = ThriftHiveMetastoreGetTableObjectsByNameReqResult {
       result_value: f_0,
       o1: f_1,
       o2: f_2,
@@ -5342,15 +5573,11 @@ impl ThriftHiveMetastoreGetTableObjectsByNameResult {
     Ok(ret)
   }
   fn write_to_out_protocol(&self, o_prot: &mut dyn TOutputProtocol) -> thrift::Result<()> {
-    let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetTableObjectsByNameResult");
+    let struct_ident = TStructIdentifier::new("ThriftHiveMetastoreGetTableObjectsByNameReqResult");
     o_prot.write_struct_begin(&struct_ident)?;
     if let Some(ref fld_var) = self.result_value {
-      o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::List, 0))?;
-      o_prot.write_list_begin(&TListIdentifier::new(TType::Struct, fld_var.len() as i32))?;
-      for e in fld_var {
-        e.write_to_out_protocol(o_prot)?;
-      }
-      o_prot.write_list_end()?;
+      o_prot.write_field_begin(&TFieldIdentifier::new("result_value", TType::Struct, 0))?;
+      fld_var.write_to_out_protocol(o_prot)?;
       o_prot.write_field_end()?
     }
     if let Some(ref fld_var) = self.o1 {
