@@ -12,7 +12,7 @@ use super::members::{self, Kind, Resolved};
 use super::{Endpoint, State};
 use crate::audit::Vend;
 use crate::auth::Caller;
-use crate::authz::{Access, Privilege, Resource};
+use crate::authz::{Access, Held, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::storage::location::Location;
@@ -57,7 +57,10 @@ pub fn wants_vended(delegation: Option<&str>) -> bool {
 /// it) for `resource` in `mount` may do: read-write when it may write the table and the
 /// mount is writable, read-only otherwise.
 pub fn data_access(authz: &Access, mount: &Mount, resource: &Resource) -> DataAccess {
-    let held = authz.held(resource);
+    access_of(authz.held(resource).as_ref(), mount)
+}
+
+fn access_of(held: Option<&Held<'_>>, mount: &Mount) -> DataAccess {
     if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
         DataAccess::ReadWrite
     } else {
@@ -79,7 +82,8 @@ pub async fn vend(
     mount.served_files()?;
     let resource = Resource::table(namespace, name);
     let caller = &authz.caller;
-    let access = data_access(authz, mount, &resource);
+    let held = authz.held(&resource);
+    let access = access_of(held.as_ref(), mount);
     let vended = state.vendor.vend(location, access, &caller.name).await;
     let audited = match &vended {
         Ok(vended) => {
@@ -100,7 +104,7 @@ pub async fn vend(
             Vend::Refused { reason: reason.to_string() }
         }
     };
-    authz.audit_vend(&resource, authz.held(&resource), audited);
+    authz.audit_vend(&resource, held, audited);
     let mut vended = vended.ok()?;
     if vended.expires_at_ms.is_some() {
         vended.config.push(("client.refresh-credentials-endpoint".into(), refresh_endpoint(namespace, name)));
