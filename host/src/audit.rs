@@ -83,11 +83,20 @@ pub enum Vend {
     Refused { reason: String },
 }
 
+/// A request to object storage the host signed for a client (remote signing), or why
+/// it did not.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sign {
+    Signed { method: String, uri: String },
+    Refused { method: String, uri: String, reason: String },
+}
+
 /// One decision, as the line written.
 #[derive(Serialize)]
 pub struct Record<'a> {
     /// What was asked: `read`, `write`, `manage`, `create-namespace`, `server-admin`,
-    /// `tenant-admin` or `vend`.
+    /// `tenant-admin`, `vend` or `sign`.
     pub action: &'a str,
     /// What it was asked of (`table db.t`, `namespace db`, `tenant acme`, ...).
     pub resource: String,
@@ -97,6 +106,8 @@ pub struct Record<'a> {
     pub decision: Decision,
     pub rule: Option<Rule<'a>>,
     pub vend: Option<Vend>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sign: Option<Sign>,
 }
 
 /// The line: the record with who asked and the request it came in.

@@ -364,6 +364,9 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// After SIGTERM or SIGINT, how long requests in flight may take to finish, in seconds.
     pub shutdown_grace_secs: u64,
+    /// The URL clients reach the server at (e.g. `https://catalog.example.com`), where it
+    /// names itself to them (the remote signer); unset: taken from each request's `Host`.
+    pub public_url: Option<String>,
 }
 
 /// `[storage]`
@@ -400,6 +403,9 @@ pub struct S3Config {
     pub path_style: bool,
     pub access_key_id: Option<String>,
     pub secret_access_key: Option<String>,
+    /// Offer remote signing with these keys to every load of a table here, asked for or
+    /// not: for a store without STS, whose clients hold no keys.
+    pub remote_signing: bool,
 }
 
 impl Default for S3Config {
@@ -410,6 +416,7 @@ impl Default for S3Config {
             path_style: false,
             access_key_id: None,
             secret_access_key: None,
+            remote_signing: false,
         }
     }
 }
@@ -502,6 +509,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8181)),
             data_dir: PathBuf::from("rustberg-data"),
             shutdown_grace_secs: 30,
+            public_url: None,
         }
     }
 }

@@ -222,6 +222,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         idempotency: Arc::new(Idempotency::new(host)),
         vendor,
         request_ids: RequestIds::new(),
+        public_url: config.server.public_url.as_deref().map(Arc::from),
     })
 }
 

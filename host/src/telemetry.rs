@@ -189,6 +189,11 @@ pub fn vend(outcome: &'static str, reason: &'static str) {
     counter!("rustberg_vends_total", "outcome" => outcome, "reason" => reason).increment(1);
 }
 
+/// A remote signing request: `signed` or `refused`.
+pub fn remote_sign(outcome: &'static str) {
+    counter!("rustberg_remote_signs_total", "outcome" => outcome).increment(1);
+}
+
 /// An Idempotency-Key request answered from the stored response.
 pub fn idempotent_replay() {
     counter!("rustberg_idempotent_replays_total").increment(1);

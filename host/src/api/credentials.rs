@@ -1,7 +1,9 @@
-//! Credential vending at the edge: loadTable and createTable with
-//! `X-Iceberg-Access-Delegation: vended-credentials`, and loadCredentials.
+//! Access delegation at the edge: what loadTable and createTable hand a client for a
+//! table's files (vended credentials, or remote signing; see `signing`), and
+//! loadCredentials.
 //!
-//! A refused vend is logged and the request still succeeds without credentials.
+//! A refused vend is logged and the request still succeeds without credentials (or
+//! with signing, where the client also takes that).
 
 use axum::extract::{FromRequestParts, Path, State as AxState};
 use axum::http::request::Parts;
@@ -50,7 +52,60 @@ impl<S: Send + Sync> FromRequestParts<S> for Delegation {
 
 /// Whether the client asked for vended credentials (the header is a list).
 pub fn wants_vended(delegation: Option<&str>) -> bool {
-    delegation.is_some_and(|d| d.split(',').any(|m| m.trim() == "vended-credentials"))
+    asks(delegation, "vended-credentials")
+}
+
+fn asks(delegation: Option<&str>, mechanism: &str) -> bool {
+    delegation.is_some_and(|d| d.split(',').any(|m| m.trim() == mechanism))
+}
+
+/// Whether a load of a table in `mount` may come with delegated access, so that its
+/// entity tag must name what was asked: the host manages the mount's files, and the
+/// client asked, or some store signs unasked.
+pub fn may_delegate(state: &super::AppState, mount: &Mount, delegation: Option<&str>) -> bool {
+    mount.served_files().is_some() && (delegation.is_some() || state.vendor.signs_unasked())
+}
+
+/// What a load hands a client for the table's files.
+pub enum Delegated {
+    Nothing,
+    Vended(Vended),
+    /// The `config` that turns remote signing on.
+    Signing(Vec<(String, String)>),
+}
+
+/// Delegates access to the files of the table `namespace`.`name` at `location` in
+/// `mount`, as the client asked (`delegation`) and the policy allows: vended
+/// credentials first when asked for, else remote signing when asked for or when the
+/// table's store signs unasked (signing at `signer`).
+#[allow(clippy::too_many_arguments)]
+pub async fn delegate(
+    state: &super::AppState,
+    authz: &Access,
+    mount: &Mount,
+    namespace: &[String],
+    name: &str,
+    location: &Location,
+    delegation: Option<&str>,
+    signer: &str,
+) -> Delegated {
+    if wants_vended(delegation) {
+        if let Some(vended) = vend(state, authz, mount, namespace, name, location).await {
+            return Delegated::Vended(vended);
+        }
+    }
+    match state.vendor.signer(location) {
+        Ok(store) if asks(delegation, "remote-signing") || store.unasked => {
+            Delegated::Signing(super::signing::config(signer, namespace, name, state.vendor.client_config(location)))
+        }
+        Ok(_) => Delegated::Nothing,
+        Err(reason) => {
+            if asks(delegation, "remote-signing") {
+                tracing::info!(table = %format!("{}.{name}", namespace.join(".")), %reason, "no remote signing");
+            }
+            Delegated::Nothing
+        }
+    }
 }
 
 /// What the credentials vended to the caller (`authz`, its access as the request read
@@ -107,17 +162,18 @@ pub async fn vend(
     authz.audit_vend(&resource, held, audited);
     let mut vended = vended.ok()?;
     if vended.expires_at_ms.is_some() {
-        vended.config.push(("client.refresh-credentials-endpoint".into(), refresh_endpoint(namespace, name)));
+        let refresh = table_route(Endpoint::LoadCredentials, namespace, name);
+        vended.config.push(("client.refresh-credentials-endpoint".into(), refresh));
     }
     Some(vended)
 }
 
-/// The loadCredentials route of a table, relative to the catalog's URI as clients
-/// resolve it (under the prefix that serves the whole tree).
-fn refresh_endpoint(namespace: &[String], name: &str) -> String {
+/// A table's route of `endpoint`, relative to the catalog's URI as clients resolve it
+/// (under the prefix that serves the whole tree).
+pub fn table_route(endpoint: Endpoint, namespace: &[String], name: &str) -> String {
     use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
     let levels: Vec<String> = namespace.iter().map(|l| utf8_percent_encode(l, NON_ALPHANUMERIC).to_string()).collect();
-    let path = Endpoint::LoadCredentials
+    let path = endpoint
         .path()
         .replace("{namespace}", &levels.join("%1F"))
         .replace("{table}", &utf8_percent_encode(name, NON_ALPHANUMERIC).to_string());

@@ -1,8 +1,9 @@
 //! Entity tags for table and view answers, and `If-None-Match`.
 //!
 //! A tag names one representation: the metadata file, `snapshots=all` or `refs`, the
-//! `config` and `storage-credentials` a backend handed over, and, when the host vends,
-//! what it vends (read or read-write, under which vending policy). Vended credentials
+//! `config` and `storage-credentials` a backend handed over, and, when the host delegates
+//! access to the files, what the client asked for and may get (read or read-write, under
+//! which vending and signing policy, signed where). Vended credentials
 //! expire: their tag carries the expiry after the digest, and a tag whose credentials
 //! have expired (or are about to) never matches, so the client gets fresh ones.
 //!
@@ -34,9 +35,22 @@ pub struct Representation<'a> {
     pub snapshots: Snapshots,
     pub config: &'a [(String, String)],
     pub storage_credentials: &'a str,
-    /// What the host vends into it (`None`: the client did not ask, or the host vends
-    /// nothing for the mount); `policy` fingerprints the vending configuration.
-    pub vending: Option<(DataAccess, u64)>,
+    /// What the host delegates into it (`None`: nothing, for this mount or this client).
+    pub delegation: Option<Delegation<'a>>,
+}
+
+/// Access to a table's files the host may hand out with an answer: vended credentials or
+/// remote signing, whichever the request and the store's policy give.
+#[derive(Clone, Copy)]
+pub struct Delegation<'a> {
+    /// What the caller's credentials or signatures may do.
+    pub access: DataAccess,
+    /// Fingerprints the vending and signing configuration.
+    pub policy: u64,
+    /// The mechanisms the client asked for (`X-Iceberg-Access-Delegation`), as sent.
+    pub asked: &'a str,
+    /// Where the client is told to send signing requests.
+    pub signer: &'a str,
 }
 
 impl<'a> Representation<'a> {
@@ -47,7 +61,7 @@ impl<'a> Representation<'a> {
         config: &'a [(String, String)],
         credentials: &'a str,
     ) -> Self {
-        Self { kind: "table", metadata_location, snapshots, config, storage_credentials: credentials, vending: None }
+        Self { kind: "table", metadata_location, snapshots, config, storage_credentials: credentials, delegation: None }
     }
 
     /// A view answer (only the metadata).
@@ -55,8 +69,8 @@ impl<'a> Representation<'a> {
         Self { kind: "view", ..Self::table(metadata_location, Snapshots::All, &[], "") }
     }
 
-    pub fn vending(self, vending: Option<(DataAccess, u64)>) -> Self {
-        Self { vending, ..self }
+    pub fn delegating(self, delegation: Option<Delegation<'a>>) -> Self {
+        Self { delegation, ..self }
     }
 
     /// The digest naming this representation (128 bits of SHA-256, as hex).
@@ -80,14 +94,16 @@ impl<'a> Representation<'a> {
         }
         field(b"credentials");
         field(self.storage_credentials.as_bytes());
-        match self.vending {
-            None => field(b"not vended"),
-            Some((access, policy)) => {
+        match self.delegation {
+            None => field(b"not delegated"),
+            Some(Delegation { access, policy, asked, signer }) => {
                 field(match access {
-                    DataAccess::Read => "vended read".as_bytes(),
-                    DataAccess::ReadWrite => "vended read-write".as_bytes(),
+                    DataAccess::Read => "delegated read".as_bytes(),
+                    DataAccess::ReadWrite => "delegated read-write".as_bytes(),
                 });
                 field(&policy.to_le_bytes());
+                field(asked.as_bytes());
+                field(signer.as_bytes());
             }
         }
         let digest = h.finalize();
@@ -194,8 +210,10 @@ mod tests {
         IfNoneMatch(Some(HeaderValue::from_str(value).unwrap()))
     }
 
-    fn digest(snapshots: Snapshots, vending: Option<(DataAccess, u64)>) -> Digest128 {
-        Representation::table("s3://b/t/metadata/1.json", snapshots, &[], "").vending(vending).digest()
+    fn digest(snapshots: Snapshots, delegated: Option<(DataAccess, u64, &str)>) -> Digest128 {
+        let delegation =
+            delegated.map(|(access, policy, asked)| Delegation { access, policy, asked, signer: "http://h:1" });
+        Representation::table("s3://b/t/metadata/1.json", snapshots, &[], "").delegating(delegation).digest()
     }
 
     #[test]
@@ -203,9 +221,10 @@ mod tests {
         let all = [
             digest(Snapshots::All, None),
             digest(Snapshots::Refs, None),
-            digest(Snapshots::All, Some((DataAccess::Read, 1))),
-            digest(Snapshots::All, Some((DataAccess::ReadWrite, 1))),
-            digest(Snapshots::All, Some((DataAccess::Read, 2))),
+            digest(Snapshots::All, Some((DataAccess::Read, 1, "vended-credentials"))),
+            digest(Snapshots::All, Some((DataAccess::ReadWrite, 1, "vended-credentials"))),
+            digest(Snapshots::All, Some((DataAccess::Read, 2, "vended-credentials"))),
+            digest(Snapshots::All, Some((DataAccess::Read, 1, "remote-signing"))),
             Representation::view("s3://b/t/metadata/1.json").digest(),
         ];
         for (i, a) in all.iter().enumerate() {

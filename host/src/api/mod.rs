@@ -20,6 +20,7 @@ mod observed;
 mod pipeline;
 pub mod request_id;
 mod scan;
+mod signing;
 mod tables;
 mod views;
 
@@ -62,6 +63,8 @@ pub struct AppState {
     pub vendor: Vendor,
     /// Ids for the requests that bring none.
     pub request_ids: RequestIds,
+    /// `[server] public_url`: where clients are told to send signing requests.
+    pub public_url: Option<Arc<str>>,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -96,6 +99,7 @@ fn handler(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
         RenameView => post(views::rename),
         RegisterView => post(views::register),
         LoadCredentials => get(credentials::load),
+        SignRequest => post(signing::sign),
         PlanTableScan => post(scan::plan),
         FetchPlanningResult => get(scan::fetch_result),
         CancelPlanning => delete(scan::cancel),

@@ -142,6 +142,8 @@ pub struct TableResult<'a> {
     pub config: Option<&'a [(String, String)]>,
     /// A JSON array to pass on as `storage-credentials` (a remote's own), or empty.
     pub storage_credentials: &'a str,
+    /// Whether the `config` turns remote signing on (and `remote-signing-config` is sent).
+    pub remote_signing: bool,
 }
 
 impl IntoResponse for TableResult<'_> {
@@ -165,6 +167,10 @@ impl IntoResponse for TableResult<'_> {
         if !self.storage_credentials.is_empty() {
             tail.extend_from_slice(b",\"storage-credentials\":");
             tail.extend_from_slice(self.storage_credentials.as_bytes());
+        }
+        if self.remote_signing {
+            tail.extend_from_slice(b",\"remote-signing-config\":");
+            tail.extend_from_slice(super::signing::REMOTE_SIGNING_CONFIG.as_bytes());
         }
         tail.put_u8(b'}');
         let body = Parts::new([head.freeze(), self.metadata_json, tail.freeze()]);

@@ -5,9 +5,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use super::credentials::{self, Delegation};
+use super::credentials::{self, Delegated, Delegation};
 use super::etag::{self, Digest128, IfNoneMatch, Representation, Tag};
 use super::idempotency::{Revend, Secrets};
+use super::signing::SignerBase;
 use super::members::{self, Kind, Resolved};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, LoadTableQuery,
@@ -20,7 +21,6 @@ use crate::error::Error;
 use crate::plugins::bindings::Ident;
 use crate::recovery;
 use crate::storage::location::Location;
-use crate::storage::vending::Vended;
 use crate::tables::{self, NewTable, TableChange};
 
 pub async fn list(
@@ -37,6 +37,7 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
     Delegation(delegation): Delegation,
+    signer: SignerBase,
     Json(req): Json<CreateTableRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
@@ -60,59 +61,69 @@ pub async fn create(
         properties: req.properties,
     };
     let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
-    // A writer creating a table gets credentials to write its first files.
-    let wants_vended = credentials::wants_vended(delegation.as_deref());
-    let vend = || async {
-        if !wants_vended {
-            return None;
+    // A writer creating a table gets what it needs to write its first files.
+    let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());
+    let signer_url = if delegating { signer.url() } else { String::new() };
+    let delegate = || async {
+        if !delegating {
+            return Delegated::Nothing;
         }
-        credentials::vend(&state, &access, mount, &ns, &ident.name, &placement.location).await
+        let asked = delegation.as_deref();
+        credentials::delegate(&state, &access, mount, &ns, &ident.name, &placement.location, asked, &signer_url).await
     };
     if stage {
         // Nothing is recorded: the client commits the staged table with `assert-create`.
-        let vended = vend().await;
-        let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
-        let (config, storage_credentials) = with_vended(&[], vended);
+        let delegated = delegate().await;
+        let secrets = revend(&ns, &ident.name, &placement.location, &delegated);
+        let (config, storage_credentials, signing) = with_delegated(&[], delegated);
         let metadata_json = tables::metadata_json(&metadata, 0)?;
         let response = TableResult {
             metadata_location: None,
             metadata_json: metadata_json.into(),
             config: Some(&config),
             storage_credentials: &storage_credentials,
+            remote_signing: signing,
         };
         return Ok(with_secrets(response.into_response(), secrets));
     }
     let committed = tables::create(mount, &ident, &metadata, &placement).await?;
-    let vended = vend().await;
-    let secrets = vended.as_ref().map(|v| revend(&ns, &ident.name, &placement.location, v));
-    let tag = match wants_vended && mount.served_files().is_some() {
+    let delegated = delegate().await;
+    let secrets = revend(&ns, &ident.name, &placement.location, &delegated);
+    let tag = match delegating {
         false => committed_tag(&committed.metadata_location),
         true => {
-            let access = credentials::data_access(&access, mount, &Resource::table(&ns, &ident.name));
+            let delegation = etag::Delegation {
+                access: credentials::data_access(&access, mount, &Resource::table(&ns, &ident.name)),
+                policy: state.vendor.fingerprint(),
+                asked: delegation.as_deref().unwrap_or_default(),
+                signer: &signer_url,
+            };
             let representation = Representation::table(&committed.metadata_location, Snapshots::All, &[], "")
-                .vending(Some((access, state.vendor.fingerprint())));
-            vended_tag(&state, representation.digest(), vended.as_ref())
+                .delegating(Some(delegation));
+            delegated_tag(&state, representation.digest(), &delegated, delegation.asked)
         }
     };
-    let (config, storage_credentials) = with_vended(&[], vended);
+    let (config, storage_credentials, signing) = with_delegated(&[], delegated);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
         metadata_json: committed.metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
+        remote_signing: signing,
     };
     Ok(with_secrets(etag::tagged(response.into_response(), tag), secrets))
 }
 
-/// What an idempotent replay of a response carrying `vended` vends anew (the
-/// credentials themselves are never kept).
-fn revend(namespace: &[String], table: &str, location: &Location, vended: &Vended) -> Secrets {
-    Secrets::Vended(Revend {
+/// What an idempotent replay of a response carrying vended credentials vends anew
+/// (the credentials themselves are never kept).
+fn revend(namespace: &[String], table: &str, location: &Location, delegated: &Delegated) -> Option<Secrets> {
+    let Delegated::Vended(vended) = delegated else { return None };
+    Some(Secrets::Vended(Revend {
         namespace: namespace.to_vec(),
         table: table.to_string(),
         location: location.to_string(),
         config_keys: vended.config.iter().map(|(k, _)| k.clone()).collect(),
-    })
+    }))
 }
 
 fn with_secrets(mut response: Response, secrets: Option<Secrets>) -> Response {
@@ -122,16 +133,21 @@ fn with_secrets(mut response: Response, secrets: Option<Secrets>) -> Response {
     response
 }
 
-/// The `config` and `storage-credentials` of a response carrying `vended` (the
-/// credential goes in both: older clients read only `config`).
-fn with_vended(config: &[(String, String)], vended: Option<Vended>) -> (Vec<(String, String)>, String) {
-    match vended {
-        None => (config.to_vec(), String::new()),
-        Some(vended) => {
+/// The `config` and `storage-credentials` of a response carrying `delegated`, and
+/// whether it turns remote signing on. A vended credential goes in both lists: older
+/// clients read only `config`.
+fn with_delegated(config: &[(String, String)], delegated: Delegated) -> (Vec<(String, String)>, String, bool) {
+    let mut config = config.to_vec();
+    match delegated {
+        Delegated::Nothing => (config, String::new(), false),
+        Delegated::Vended(vended) => {
             let list = vended.to_value().to_string();
-            let mut config = config.to_vec();
             config.extend(vended.config);
-            (config, list)
+            (config, list, false)
+        }
+        Delegated::Signing(signing) => {
+            config.extend(signing);
+            (config, String::new(), true)
         }
     }
 }
@@ -144,18 +160,25 @@ pub async fn load(
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<LoadTableQuery>,
     Delegation(delegation): Delegation,
+    signer: SignerBase,
     if_none_match: IfNoneMatch,
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
-    // A mount of a remote catalog forwards the header; the remote vends for its storage.
-    let vending = credentials::wants_vended(delegation.as_deref()) && mount.served_files().is_some();
+    // A mount of a remote catalog forwards the header; the remote delegates for its storage.
+    let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());
+    let asked = if delegating { delegation.clone() } else { None };
+    let signer_url = if delegating { signer.url() } else { String::new() };
     let pointer = tables::load(mount, ident, delegation).await?;
+    let delegation = delegating.then(|| etag::Delegation {
+        access: credentials::data_access(access, mount, &resolved.resource(Kind::Table)),
+        policy: state.vendor.fingerprint(),
+        asked: asked.as_deref().unwrap_or_default(),
+        signer: &signer_url,
+    });
     let digest =
         Representation::table(&pointer.metadata_location, q.snapshots, &pointer.config, &pointer.storage_credentials)
-            .vending(vending.then(|| {
-                (credentials::data_access(access, mount, &resolved.resource(Kind::Table)), state.vendor.fingerprint())
-            }))
+            .delegating(delegation)
             .digest();
     if let Some(held) = if_none_match.fresh(digest) {
         return Ok(held.not_modified());
@@ -166,38 +189,49 @@ pub async fn load(
         Snapshots::All => loaded.held.json.clone(),
         Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?,
     };
-    if !vending {
+    let Some(delegation) = delegation else {
         let response = TableResult {
             metadata_location: Some(&pointer.metadata_location),
             metadata_json,
             config: Some(&pointer.config),
             storage_credentials: &pointer.storage_credentials,
+            remote_signing: false,
         };
         return Ok(etag::tagged(response.into_response(), Some(Tag::new(digest, None))));
-    }
+    };
     let location = tables::location(mount, &loaded.held)?;
-    // Boxed: vending's future would size every load's, and most loads vend nothing.
-    let vended =
-        Box::pin(credentials::vend(&state, access, mount, &resolved.namespace(), &ident.name, &location)).await;
-    let tag = vended_tag(&state, digest, vended.as_ref());
-    let (config, storage_credentials) = with_vended(&pointer.config, vended);
+    // Boxed: delegating's future would size every load's, and most loads delegate nothing.
+    let delegated = Box::pin(credentials::delegate(
+        &state,
+        access,
+        mount,
+        &resolved.namespace(),
+        &ident.name,
+        &location,
+        asked.as_deref(),
+        &signer_url,
+    ))
+    .await;
+    let tag = delegated_tag(&state, digest, &delegated, delegation.asked);
+    let (config, storage_credentials, signing) = with_delegated(&pointer.config, delegated);
     let response = TableResult {
         metadata_location: Some(&pointer.metadata_location),
         metadata_json,
         config: Some(&config),
         storage_credentials: &storage_credentials,
+        remote_signing: signing,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }
 
-/// The tag of an answer that asked for vended credentials: it carries their expiry. A
-/// vend that may have failed in passing (STS did not answer) leaves the answer untagged,
-/// so that the next load vends again.
-fn vended_tag(state: &AppState, digest: Digest128, vended: Option<&Vended>) -> Option<Tag> {
-    match vended {
-        Some(vended) => Some(Tag::new(digest, vended.expires_at_ms)),
-        None if state.vendor.expires() => None,
-        None => Some(Tag::new(digest, None)),
+/// The tag of an answer that may delegate access: vended credentials put their expiry
+/// in it. A vend asked for that may have failed in passing (STS did not answer) leaves
+/// the answer untagged, so that the next load vends again.
+fn delegated_tag(state: &AppState, digest: Digest128, delegated: &Delegated, asked: &str) -> Option<Tag> {
+    match delegated {
+        Delegated::Vended(vended) => Some(Tag::new(digest, vended.expires_at_ms)),
+        _ if credentials::wants_vended(Some(asked)) && state.vendor.expires() => None,
+        _ => Some(Tag::new(digest, None)),
     }
 }
 
@@ -236,6 +270,7 @@ pub async fn commit(
         metadata_json: committed.metadata_json,
         config: None,
         storage_credentials: "",
+        remote_signing: false,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }
@@ -270,6 +305,7 @@ pub async fn unregister(
         metadata_json: last.metadata_json,
         config: None,
         storage_credentials: "",
+        remote_signing: false,
     }
     .into_response())
 }
@@ -290,6 +326,7 @@ pub async fn register(
         metadata_json: committed.metadata_json,
         config: Some(&[]),
         storage_credentials: "",
+        remote_signing: false,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }

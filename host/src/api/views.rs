@@ -56,6 +56,7 @@ fn result(location: &str, json: Bytes) -> Response {
         metadata_json: json,
         config: Some(&[]),
         storage_credentials: "",
+        remote_signing: false,
     };
     let tag = Tag::new(Representation::view(location).digest(), None);
     etag::tagged(response.into_response(), Some(tag))

@@ -29,7 +29,7 @@ pub use intents::{Effect, Intent};
 use state::State;
 use version_reads::SharedReads;
 
-use crate::audit::{AuditLog, Decision, Record, Rule, Vend};
+use crate::audit::{AuditLog, Decision, Record, Rule, Sign, Vend};
 use crate::auth::{Principal, Role};
 use crate::error::Error;
 use crate::storage::kv::{Durability, KvError, KvStore, Write};
@@ -303,7 +303,7 @@ impl Access {
         if self.audit.wants(action) {
             let decision = if allowed { Decision::Allowed } else { Decision::Denied };
             let (resource, rule) = (resource.to_string(), held.map(|h| h.rule));
-            self.audit.record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None });
+            self.audit.record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None, sign: None });
         }
     }
 
@@ -319,6 +319,25 @@ impl Access {
                 decision,
                 rule: held.map(|h| h.rule),
                 vend: Some(vend),
+                sign: None,
+            };
+            self.audit.record(&self.caller, &record);
+        }
+    }
+
+    /// Records a remote signing decision for `resource`: every refusal, and the requests
+    /// signed when `[audit] reads` asks for data access too (one per object request).
+    pub fn audit_sign(&self, resource: &Resource, held: Option<Held>, sign: Sign) {
+        let signed = matches!(sign, Sign::Signed { .. });
+        if self.audit.wants(if signed { "read" } else { "sign" }) {
+            let record = Record {
+                action: "sign",
+                resource: resource.to_string(),
+                mount: Some(self.mount_of(resource)),
+                decision: if signed { Decision::Allowed } else { Decision::Denied },
+                rule: held.map(|h| h.rule),
+                vend: None,
+                sign: Some(sign),
             };
             self.audit.record(&self.caller, &record);
         }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::location::{Location, Reach, Scheme};
+use super::signing::StoreSigner;
 use super::sts::Sts;
 use crate::config::{Config, S3Config, VendingMode};
 
@@ -52,6 +53,8 @@ pub enum Refusal {
     Unscoped(String),
     #[error("{0}")]
     Sts(#[from] super::sts::StsError),
+    #[error("the server holds no keys for the store of {0} to sign with")]
+    NoStoreKeys(String),
 }
 
 impl Refusal {
@@ -64,6 +67,7 @@ impl Refusal {
             Refusal::NoReaderKeys(_) => "no_reader_keys",
             Refusal::Unscoped(_) => "unscoped",
             Refusal::Sts(_) => "sts",
+            Refusal::NoStoreKeys(_) => "no_store_keys",
         }
     }
 }
@@ -82,6 +86,8 @@ struct ObjectStore {
     client_config: Vec<(String, String)>,
     /// AssumeRole for this store, signed with its keys (mode `sts`).
     sts: Option<Sts>,
+    /// Its keys, for signing clients' requests (remote signing), when the server holds them.
+    signer: Option<StoreSigner>,
 }
 
 impl ObjectStore {
@@ -106,7 +112,12 @@ impl ObjectStore {
                 Some(Sts::new(endpoint, s3.region.clone(), id, secret))
             }
         };
-        Ok(Self { root, client_config, sts })
+        let signer = match s3.keys() {
+            Some(keys) => Some(StoreSigner::new(s3.endpoint.as_deref(), &s3.region, keys, s3.remote_signing)?),
+            None if s3.remote_signing => return Err("remote_signing signs with the store's keys; none are set".into()),
+            None => None,
+        };
+        Ok(Self { root, client_config, sts, signer })
     }
 }
 
@@ -201,6 +212,29 @@ impl Vendor {
     /// refused vend may be a passing failure.
     pub fn expires(&self) -> bool {
         matches!(self.mode, Mode::Sts { .. })
+    }
+
+    /// The signer of the store the table at `location` lives in, if the host may sign
+    /// requests for it: an `s3://` location inside the vending prefixes whose store's
+    /// keys the server holds.
+    pub fn signer(&self, location: &Location) -> Result<&StoreSigner, Refusal> {
+        if location.scheme() != Scheme::S3 {
+            return Err(Refusal::NotS3(location.to_string()));
+        }
+        if !self.prefixes.iter().any(|p| p.contains(location)) {
+            return Err(Refusal::OutsidePrefixes(location.to_string()));
+        }
+        self.store_of(location).signer.as_ref().ok_or_else(|| Refusal::NoStoreKeys(location.to_string()))
+    }
+
+    /// Whether some store offers remote signing to loads that did not ask for it.
+    pub fn signs_unasked(&self) -> bool {
+        self.stores.iter().any(|s| s.signer.as_ref().is_some_and(|signer| signer.unasked))
+    }
+
+    /// How a client reaches the store of `location` (endpoint, region, addressing).
+    pub fn client_config(&self, location: &Location) -> &[(String, String)] {
+        &self.store_of(location).client_config
     }
 
     /// The store a location lives in: the mount's own whose warehouse holds it, else the
@@ -303,6 +337,11 @@ fn fingerprint(mode: &Mode, prefixes: &[Reach], stores: &[ObjectStore]) -> u64 {
             field(k);
             field(v);
         }
+        field(match &store.signer {
+            None => "no signer",
+            Some(signer) if signer.unasked => "signs unasked",
+            Some(_) => "signs",
+        });
     }
     let digest = h.finalize();
     u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))

@@ -1,0 +1,135 @@
+//! Remote signing at the edge: the signing configuration a load hands a client, and
+//! signRequest, which signs one S3 request for a table the caller may use (see
+//! `storage::signing` for what is signed). Every refusal is a 403 in the audit log.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{FromRequestParts, Path, State as AxState};
+use axum::http::header::{CACHE_CONTROL, HOST};
+use axum::http::request::Parts;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use serde::Deserialize;
+
+use super::members::{self, Kind, Resolved};
+use super::{credentials, AppState, Endpoint, Json, State};
+use crate::audit::Sign;
+use crate::auth::Caller;
+use crate::error::Error;
+use crate::storage::location::Location;
+use crate::storage::signing::S3Request;
+use crate::tables;
+
+/// The spec's `remote-signing-config`: nothing a client must pass back; the endpoint is
+/// the table's own.
+pub const REMOTE_SIGNING_CONFIG: &str = r#"{"properties":{},"headers":{}}"#;
+
+/// Where clients reach this server, as it tells them where to sign: `[server]
+/// public_url`, else the scheme `X-Forwarded-Proto` names (or `http`) and the request's
+/// `Host`. Kept as the headers (no copy) until a load hands out signing.
+pub struct SignerBase {
+    configured: Option<std::sync::Arc<str>>,
+    host: Option<HeaderValue>,
+    proto: Option<HeaderValue>,
+}
+
+impl FromRequestParts<std::sync::Arc<AppState>> for SignerBase {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &std::sync::Arc<AppState>) -> Result<Self, Error> {
+        Ok(Self {
+            configured: state.public_url.clone(),
+            host: parts.headers.get(HOST).cloned(),
+            proto: parts.headers.get("x-forwarded-proto").cloned(),
+        })
+    }
+}
+
+impl SignerBase {
+    pub fn url(&self) -> String {
+        if let Some(url) = &self.configured {
+            return url.trim_end_matches('/').to_string();
+        }
+        let text = |v: &Option<HeaderValue>| v.as_ref().and_then(|v| v.to_str().ok()).map(str::to_string);
+        let proto = text(&self.proto).filter(|p| p == "https").unwrap_or_else(|| "http".into());
+        format!("{proto}://{}", text(&self.host).unwrap_or_else(|| "localhost".into()))
+    }
+}
+
+/// The `config` that turns remote signing on for the table `namespace`.`name`, signed at
+/// `base`: the spec's keys, the older ones Java's S3FileIO and PyIceberg read, and how
+/// to reach the store (`store`).
+pub fn config(base: &str, namespace: &[String], name: &str, store: &[(String, String)]) -> Vec<(String, String)> {
+    let endpoint = credentials::table_route(Endpoint::SignRequest, namespace, name);
+    let mut config: Vec<(String, String)> = [
+        ("s3.remote-signing-enabled", "true"),
+        ("signer.uri", base),
+        ("signer.endpoint", &endpoint),
+        // PyIceberg: its signer, and the one FileIO of its own that signs through it.
+        ("s3.signer", "S3V4RestSigner"),
+        ("s3.signer.uri", base),
+        ("s3.signer.endpoint", &endpoint),
+        ("py-io-impl", "pyiceberg.io.fsspec.FsspecFileIO"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    config.extend(store.iter().cloned());
+    config
+}
+
+/// The spec's `RemoteSignRequest`.
+#[derive(Deserialize)]
+pub struct RemoteSignRequest {
+    #[allow(dead_code)]
+    region: String,
+    uri: String,
+    method: String,
+    headers: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+}
+
+/// signRequest: the headers that sign the client's request with the store's keys, for
+/// an object of this table and an operation the caller may do.
+pub async fn sign(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path((raw, name)): Path<(String, String)>,
+    Json(req): Json<RemoteSignRequest>,
+) -> Result<Response, Error> {
+    if req.provider.as_deref().is_some_and(|p| !p.eq_ignore_ascii_case("s3")) {
+        return Err(Error::BadRequest(format!("remote signing serves the provider s3, not {:?}", req.provider)));
+    }
+    let resolved = members::resolve(&state, caller, &raw, name, Endpoint::SignRequest, Kind::Table).await?;
+    let Resolved { mount, ident, access } = &resolved;
+    mount.require_endpoint(Endpoint::SignRequest, Some("the host signs only for the warehouses it manages"))?;
+    let loaded = tables::servable(mount, tables::load(mount, ident, None).await?).await?;
+    let location: Location = tables::location(mount, &loaded.held)?;
+    let resource = resolved.resource(Kind::Table);
+    let held = access.held(&resource);
+    let refused = |reason: String| {
+        let sign = Sign::Refused { method: req.method.clone(), uri: req.uri.clone(), reason: reason.clone() };
+        access.audit_sign(&resource, held, sign);
+        crate::telemetry::remote_sign("refused");
+        tracing::warn!(table = %resource, method = %req.method, uri = %req.uri, %reason, "request not signed");
+        Error::Forbidden(format!("{}: not signed: {reason}", mount.label()))
+    };
+    let signer = state.vendor.signer(&location).map_err(|e| refused(e.to_string()))?;
+    let data_access = credentials::data_access(access, mount, &resource);
+    let request = S3Request { method: &req.method, uri: &req.uri, headers: &req.headers, body: req.body.as_deref() };
+    let signed = match signer.sign(&location, data_access, &request).await {
+        Ok(signed) => signed,
+        Err(refusal) if refusal.is_forbidden() => return Err(refused(refusal.to_string())),
+        Err(failure) => return Err(Error::Internal(format!("{}: {failure}", mount.label()))),
+    };
+    access.audit_sign(&resource, held, Sign::Signed { method: req.method.clone(), uri: req.uri.clone() });
+    crate::telemetry::remote_sign("signed");
+    // A client may reuse a read's signature for a while; a write's, never.
+    let cache = if matches!(req.method.as_str(), "GET" | "HEAD") { "private" } else { "no-cache" };
+    let body = serde_json::json!({ "uri": signed.uri, "headers": signed.headers });
+    Ok(([(CACHE_CONTROL, cache)], axum::Json(body)).into_response())
+}
