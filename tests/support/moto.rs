@@ -98,6 +98,48 @@ impl Moto {
         body["arn"].as_str().unwrap().to_string()
     }
 
+    /// The keys of a new IAM user `user` that may do anything in S3: once moto checks
+    /// signatures ([`Moto::check_signatures`]), only requests signed with keys it issued
+    /// get through.
+    pub async fn s3_user(&self, user: &str) -> (String, String) {
+        let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
+        self.iam(&[("Action", "CreateUser"), ("UserName", user)]).await;
+        let put = [("Action", "PutUserPolicy"), ("UserName", user), ("PolicyName", "s3"), ("PolicyDocument", policy)];
+        self.iam(&put).await;
+        let created = self.iam(&[("Action", "CreateAccessKey"), ("UserName", user)]).await;
+        let field = |name: &str| {
+            let open = format!("<{name}>");
+            created.split(&open).nth(1).and_then(|s| s.split('<').next()).unwrap().to_string()
+        };
+        (field("AccessKeyId"), field("SecretAccessKey"))
+    }
+
+    /// One IAM call (moto routes by the service its credential scope names).
+    async fn iam(&self, form: &[(&str, &str)]) -> String {
+        let scope = "Credential=testing/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0";
+        let mut form = form.to_vec();
+        form.push(("Version", "2010-05-08"));
+        let answer = reqwest::Client::new()
+            .post(format!("{}/", self.url))
+            .header("Authorization", format!("AWS4-HMAC-SHA256 {scope}"))
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        let text = answer.text().await.unwrap();
+        assert!(status.is_success(), "IAM {form:?}: {status} {text}");
+        text
+    }
+
+    /// From now on (`true`) moto checks every request's signature against the keys it
+    /// issued, and the policies of their users; or (`false`) no longer does.
+    pub async fn check_signatures(&self, on: bool) {
+        let count = if on { "0" } else { "inf" };
+        let answer = reqwest::Client::new().post(format!("{}/moto-api/reset-auth", self.url)).body(count).send().await;
+        assert!(answer.unwrap().status().is_success());
+    }
+
     /// The keys of every object under `prefix` in `bucket`.
     pub async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let url = format!("{}/{bucket}?list-type=2&prefix={prefix}", self.url);

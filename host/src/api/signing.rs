@@ -79,6 +79,34 @@ pub fn config(base: &str, namespace: &[String], name: &str, store: &[(String, St
     config
 }
 
+/// The keys that name a signer.
+const SIGNER_KEYS: [&str; 4] = ["signer.uri", "signer.endpoint", "s3.signer.uri", "s3.signer.endpoint"];
+
+/// A remote catalog's `config` that turns remote signing on, pointed at this server's
+/// route for the table instead (`None`: it does not). Left as it is, a client would send
+/// its token for this server to the remote's signer, or resolve the remote's relative
+/// endpoint against this server, where it names another table. This server's route
+/// refuses, naming the mount: the host signs only for the warehouses it manages.
+pub fn confined(
+    config: &[(String, String)],
+    base: impl FnOnce() -> String,
+    namespace: &[String],
+    name: &str,
+) -> Option<Vec<(String, String)>> {
+    let signs = |k: &str| k == "s3.remote-signing-enabled" || k == "s3.signer" || SIGNER_KEYS.contains(&k);
+    if !config.iter().any(|(k, _)| signs(k)) {
+        return None;
+    }
+    let base = base();
+    let endpoint = credentials::table_route(Endpoint::SignRequest, namespace, name);
+    let mut confined: Vec<(String, String)> =
+        config.iter().filter(|(k, _)| !SIGNER_KEYS.contains(&k.as_str())).cloned().collect();
+    for (key, value) in SIGNER_KEYS.iter().zip([&base, &endpoint, &base, &endpoint]) {
+        confined.push((key.to_string(), value.clone()));
+    }
+    Some(confined)
+}
+
 /// The spec's `RemoteSignRequest`.
 #[derive(Deserialize)]
 pub struct RemoteSignRequest {

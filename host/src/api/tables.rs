@@ -8,12 +8,12 @@ use axum::Extension;
 use super::credentials::{self, Delegated, Delegation};
 use super::etag::{self, Digest128, IfNoneMatch, Representation, Tag};
 use super::idempotency::{Revend, Secrets};
-use super::signing::SignerBase;
 use super::members::{self, Kind, Resolved};
 use super::model::{
     CommitTableRequest, CommitTransactionRequest, CreateTableRequest, DropTableQuery, ListQuery, LoadTableQuery,
     RegisterTableRequest, RenameTableRequest, Snapshots, TableResult,
 };
+use super::signing::{self, SignerBase};
 use super::{parse_namespace, AppState, Endpoint, Json, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Effect, Resource};
@@ -170,6 +170,11 @@ pub async fn load(
     let asked = if delegating { delegation.clone() } else { None };
     let signer_url = if delegating { signer.url() } else { String::new() };
     let pointer = tables::load(mount, ident, delegation).await?;
+    let confined = match mount.served_files() {
+        None => signing::confined(&pointer.config, || signer.url(), &resolved.namespace(), &ident.name),
+        Some(_) => None,
+    };
+    let backend_config = confined.as_deref().unwrap_or(&pointer.config);
     let delegation = delegating.then(|| etag::Delegation {
         access: credentials::data_access(access, mount, &resolved.resource(Kind::Table)),
         policy: state.vendor.fingerprint(),
@@ -177,13 +182,13 @@ pub async fn load(
         signer: &signer_url,
     });
     let digest =
-        Representation::table(&pointer.metadata_location, q.snapshots, &pointer.config, &pointer.storage_credentials)
+        Representation::table(&pointer.metadata_location, q.snapshots, backend_config, &pointer.storage_credentials)
             .delegating(delegation)
             .digest();
     if let Some(held) = if_none_match.fresh(digest) {
         return Ok(held.not_modified());
     }
-    let loaded = tables::servable(mount, pointer).await?;
+    let loaded = tables::servable(mount, pointer.clone()).await?;
     let pointer = &loaded.pointer;
     let metadata_json = match q.snapshots {
         Snapshots::All => loaded.held.json.clone(),
@@ -193,7 +198,7 @@ pub async fn load(
         let response = TableResult {
             metadata_location: Some(&pointer.metadata_location),
             metadata_json,
-            config: Some(&pointer.config),
+            config: Some(backend_config),
             storage_credentials: &pointer.storage_credentials,
             remote_signing: false,
         };
@@ -213,7 +218,7 @@ pub async fn load(
     ))
     .await;
     let tag = delegated_tag(&state, digest, &delegated, delegation.asked);
-    let (config, storage_credentials, signing) = with_delegated(&pointer.config, delegated);
+    let (config, storage_credentials, signing) = with_delegated(backend_config, delegated);
     let response = TableResult {
         metadata_location: Some(&pointer.metadata_location),
         metadata_json,

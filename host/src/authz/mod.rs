@@ -303,7 +303,8 @@ impl Access {
         if self.audit.wants(action) {
             let decision = if allowed { Decision::Allowed } else { Decision::Denied };
             let (resource, rule) = (resource.to_string(), held.map(|h| h.rule));
-            self.audit.record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None, sign: None });
+            self.audit
+                .record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None, sign: None });
         }
     }
 

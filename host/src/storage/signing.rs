@@ -187,8 +187,15 @@ impl StoreSigner {
             }
             // ListMultipartUploads.
             Method::GET => {
-                let listing =
-                    ["uploads", "prefix", "key-marker", "upload-id-marker", "max-uploads", "delimiter", "encoding-type"];
+                let listing = [
+                    "uploads",
+                    "prefix",
+                    "key-marker",
+                    "upload-id-marker",
+                    "max-uploads",
+                    "delimiter",
+                    "encoding-type",
+                ];
                 if !only(&listing) {
                     return Err(operation());
                 }
