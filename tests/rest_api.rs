@@ -25,8 +25,11 @@ async fn config_advertises_prefix_and_endpoints() {
     // Not implemented: absent from the list and answered with 501.
     assert!(!endpoints.iter().any(|e| e.contains("/functions")));
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister"));
-    let sign = s.post("/namespaces/db/tables/t/sign", json!({})).await;
-    assert_error(&sign, 501, "UnsupportedOperationException");
+    assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"));
+    let functions = s.get("/namespaces/db/functions").await;
+    assert_error(&functions, 501, "UnsupportedOperationException");
+    // A sign request names the request to sign.
+    assert_error(&s.post("/namespaces/db/tables/t/sign", json!({})).await, 400, "BadRequestException");
     assert_error(&s.get("/no/such/route").await, 404, "NotFoundException");
 }
 
@@ -389,7 +392,7 @@ async fn the_router_serves_exactly_the_endpoints_the_type_names() {
             assert_eq!(status.as_u16(), expected, "{method} {path}");
         }
     }
-    for (method, path) in [(reqwest::Method::POST, "/namespaces/{namespace}/tables/{table}/sign")] {
+    for (method, path) in [(reqwest::Method::GET, "/namespaces/{namespace}/functions")] {
         let got = anonymous.client.request(method.clone(), concrete(path)).send().await.unwrap().status();
         assert_eq!(got.as_u16(), 501, "{method} {path}");
     }
