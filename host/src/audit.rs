@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use axum::extract::MatchedPath;
 use axum::http::HeaderValue;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::auth::{Principal, Role};
 use crate::config::AuditConfig;
@@ -133,12 +133,30 @@ enum Sink {
 pub struct AuditLog {
     sink: Option<Sink>,
     reads: bool,
+    /// The file records go to, for reading them back (none: stdout or off).
+    path: Option<std::path::PathBuf>,
 }
+
+/// Which records a reader of the log asks for.
+#[derive(Debug, Default, Deserialize)]
+pub struct AuditQuery {
+    /// The principal's name, exactly.
+    pub principal: Option<String>,
+    /// A part of the resource (`table db.t`, `namespace db`, ...).
+    pub resource: Option<String>,
+    /// `allowed` or `denied`.
+    pub decision: Option<String>,
+    /// At most this many, the newest first (default 100, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// How much of the file's end a query reads: the newest records, never the whole file.
+const TAIL_BYTES: u64 = 8 << 20;
 
 impl AuditLog {
     /// Records nothing (tests, tools).
     pub fn off() -> Self {
-        Self { sink: None, reads: false }
+        Self { sink: None, reads: false, path: None }
     }
 
     /// As `[audit]` says: stdout unless `file` is set (appended to, created readable
@@ -158,7 +176,43 @@ impl AuditLog {
                 Sink::File(Mutex::new(file))
             }
         };
-        Ok(Self { sink: Some(sink), reads: config.reads })
+        Ok(Self { sink: Some(sink), reads: config.reads, path: config.file.clone() })
+    }
+
+    /// The newest records matching `query` that `visible` lets the reader see, read
+    /// from the end of the file; `None` when records go to stdout or nowhere.
+    pub fn read(
+        &self,
+        query: &AuditQuery,
+        visible: impl Fn(&serde_json::Value) -> bool,
+    ) -> std::io::Result<Option<Vec<serde_json::Value>>> {
+        use std::io::{Read as _, Seek as _, SeekFrom};
+        let Some(path) = &self.path else { return Ok(None) };
+        let mut file = std::fs::File::open(path)?;
+        let length = file.metadata()?.len();
+        let start = length.saturating_sub(TAIL_BYTES);
+        file.seek(SeekFrom::Start(start))?;
+        let mut bytes = Vec::new();
+        file.take(TAIL_BYTES).read_to_end(&mut bytes)?;
+        // A read that starts mid-file may start mid-character too.
+        let text = String::from_utf8_lossy(&bytes);
+        // A read that starts mid-file starts mid-line: that line is dropped.
+        let text = if start > 0 { text.split_once('\n').map_or("", |(_, rest)| rest) } else { &text };
+        let lines = text.lines();
+        let limit = query.limit.unwrap_or(100).min(1000);
+        let matches = |record: &serde_json::Value| {
+            let field = |name: &str| record[name].as_str().unwrap_or_default();
+            query.principal.as_deref().is_none_or(|p| field("principal_name") == p)
+                && query.resource.as_deref().is_none_or(|r| field("resource").contains(r))
+                && query.decision.as_deref().is_none_or(|d| field("decision") == d)
+        };
+        let records: Vec<serde_json::Value> = lines
+            .rev()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .filter(|record| matches(record) && visible(record))
+            .take(limit)
+            .collect();
+        Ok(Some(records))
     }
 
     /// Whether a decision demanding `action` is recorded: every one that changes

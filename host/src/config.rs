@@ -338,6 +338,10 @@ pub struct OidcConfig {
     /// `sub`).
     #[serde(default = "default_principal_claim")]
     pub principal_claim: String,
+    /// The web console's client at the issuer (a public client: authorization code with
+    /// PKCE, redirecting to `<server>/ui/`); unset: the console signs in with client
+    /// credentials only.
+    pub console_client_id: Option<String>,
 }
 
 fn default_principal_claim() -> String {

@@ -181,8 +181,15 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
     let read_only = !backend.does(Features::WRITES);
-    let mut root =
-        Mount { name: None, space: ROOT_SPACE.into(), backend, warehouse: Some(warehouse), owner: None, read_only };
+    let mut root = Mount {
+        name: None,
+        space: ROOT_SPACE.into(),
+        backend,
+        warehouse: Some(warehouse),
+        owner: None,
+        read_only,
+        source: name.to_string(),
+    };
 
     let mut named = open_mounts(config, &runtime, &index).await?;
     refuse_shadowing(&root, named.keys()).await?;
@@ -223,6 +230,11 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         vendor,
         request_ids: RequestIds::new(),
         public_url: config.server.public_url.as_deref().map(Arc::from),
+        console_oidc: config
+            .auth
+            .oidc
+            .as_ref()
+            .and_then(|oidc| Some((oidc.issuer.clone(), oidc.console_client_id.clone()?))),
     })
 }
 

@@ -1,4 +1,5 @@
-//! `/management/v1`: tenants, principals and grants, and "what may I do here".
+//! `/management/v1`: tenants, principals and grants, "what may I do here", and for
+//! operators the mounts (`mount_info`) and the audit log (`audit_log`).
 //! Everything is kept in the host key space, which no backend can see.
 
 use axum::extract::{Path, State as AxState};
@@ -28,6 +29,8 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/grants", get(list_grants).post(create_grant))
         .route("/grants/{id}", delete(revoke_grant))
         .route("/permissions", get(permissions))
+        .route("/mounts", get(super::mount_info::list))
+        .route("/audit", get(super::audit_log::query))
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), Error> {

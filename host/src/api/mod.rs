@@ -2,7 +2,9 @@
 //! Handlers stay thin: Iceberg semantics live in `tables`, routing in `mounts`,
 //! paging in `paging`.
 
+mod audit_log;
 mod catalog_config;
+mod console;
 mod credentials;
 mod detach;
 mod endpoints;
@@ -13,6 +15,7 @@ mod listing_bodies;
 mod management;
 mod members;
 mod model;
+mod mount_info;
 pub mod mount_prefix;
 mod namespaces;
 mod oauth;
@@ -65,6 +68,9 @@ pub struct AppState {
     pub request_ids: RequestIds,
     /// `[server] public_url`: where clients are told to send signing requests.
     pub public_url: Option<Arc<str>>,
+    /// Where the web console signs in with OpenID Connect: the issuer and the console's
+    /// client id there (`[auth.oidc] console_client_id`).
+    pub console_oidc: Option<(String, String)>,
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -131,6 +137,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
         .route("/metrics", get(health::metrics))
+        .merge(console::routes())
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), pipeline::open));
     let app = Router::new().merge(authenticated).merge(open).fallback(pipeline::unrouted).with_state(state.clone());
     // Around the routes, not inside them: a mount's prefix is rewritten before routing.

@@ -344,6 +344,11 @@ impl Access {
         }
     }
 
+    /// The audit log decisions are recorded in (for reading it back).
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit
+    }
+
     /// Whether the caller may see `resource` (filters listings).
     pub fn can_read(&self, resource: &Resource) -> Result<bool, Error> {
         let visible = self.privilege(resource)?.is_some();

@@ -32,6 +32,8 @@ pub struct Mount {
     pub owner: Option<String>,
     /// Refuse every write (501).
     pub read_only: bool,
+    /// The backend as configured: a built-in's name or a component's path.
+    pub source: String,
 }
 
 impl Mount {

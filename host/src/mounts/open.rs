@@ -206,6 +206,7 @@ async fn open_one(
         warehouse,
         owner: Some(mount.owner.clone()),
         read_only,
+        source: mount.backend.clone(),
     })
 }
 

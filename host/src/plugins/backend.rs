@@ -130,6 +130,11 @@ impl Backend {
         Ok(Self { pool, description, unreachable: std::sync::Mutex::new(None), timings: None, memo })
     }
 
+    /// The component it runs, and what its mount grants it.
+    pub fn component(&self) -> (&super::LoadedComponent, &super::Grants) {
+        (self.pool.component(), self.pool.grants())
+    }
+
     /// Whether its mount grants it a key space.
     pub fn has_key_space(&self) -> bool {
         self.pool.grants().kv.is_some()

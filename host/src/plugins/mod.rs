@@ -39,7 +39,7 @@ pub use host_state::Grants;
 pub use http::HttpGrant;
 pub use http_credential::HostCredential;
 pub use listings::{Listed, ListedItem, Listing};
-pub use pool::InstancePool;
+pub use pool::{InstancePool, LoadedComponent};
 pub use runtime::Runtime;
 pub use tcp::TcpGrant;
 

@@ -57,10 +57,27 @@ pub struct InstancePool {
     running: tokio::sync::Semaphore,
     /// The largest linear memory any instance was allowed to grow to, in bytes.
     peak_memory: Arc<std::sync::atomic::AtomicUsize>,
+    /// What was loaded.
+    component: LoadedComponent,
+}
+
+/// A loaded component as an operator sees it: its size, digest and contract version.
+#[derive(Debug, Clone)]
+pub struct LoadedComponent {
+    pub bytes: usize,
+    /// SHA-256 of the component's bytes, as hex.
+    pub sha256: String,
+    /// The contract version it was built against.
+    pub contract: String,
 }
 
 impl InstancePool {
-    pub(super) fn new(pre: BackendPre<HostState>, grants: Arc<Grants>, limits: PluginLimits) -> wasmtime::Result<Self> {
+    pub(super) fn new(
+        pre: BackendPre<HostState>,
+        grants: Arc<Grants>,
+        limits: PluginLimits,
+        component: LoadedComponent,
+    ) -> wasmtime::Result<Self> {
         let running = tokio::sync::Semaphore::new(limits.pool_size);
         let (backend, placement, key_listings) = match &pre {
             Series::V0_1(pre) => (
@@ -78,7 +95,7 @@ impl InstancePool {
         };
         let idle = Mutex::new(Vec::new());
         let peak_memory = Default::default();
-        Ok(Self { pre, backend, placement, key_listings, grants, limits, idle, running, peak_memory })
+        Ok(Self { pre, backend, placement, key_listings, grants, limits, idle, running, peak_memory, component })
     }
 
     /// Whether the component exports `placement` (its store assigns table locations).
@@ -104,6 +121,11 @@ impl InstancePool {
     /// What the mount grants its backend.
     pub fn grants(&self) -> &Grants {
         &self.grants
+    }
+
+    /// The component this pool runs.
+    pub fn component(&self) -> &LoadedComponent {
+        &self.component
     }
 
     async fn instantiate(&self) -> wasmtime::Result<Instance> {

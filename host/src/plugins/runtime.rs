@@ -129,7 +129,12 @@ impl Runtime {
     pub async fn load(&self, wasm: Wasm, grants: Grants, limits: PluginLimits) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
-        let (component, built) = self.check(wasm, &label, grants.granted()).await.map_err(fail)?;
+        let (component, built) = self.check(wasm.clone(), &label, grants.granted()).await.map_err(fail)?;
+        let loaded = super::pool::LoadedComponent {
+            bytes: wasm.len(),
+            sha256: wasm.digest().iter().map(|b| format!("{b:02x}")).collect(),
+            contract: built.to_string(),
+        };
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let not_a_backend = |e: wasmtime::Error| fail(format!("the component is not a backend: {e:#}"));
@@ -137,7 +142,7 @@ impl Runtime {
             (0, 1) => Series::V0_1(v0_1::CatalogHostPre::new(pre).map_err(not_a_backend)?),
             _ => Series::V0_2(CatalogHostPre::new(pre).map_err(not_a_backend)?),
         };
-        InstancePool::new(pre, Arc::new(grants), limits)
+        InstancePool::new(pre, Arc::new(grants), limits, loaded)
             .map_err(|e| fail(format!("the component is not a backend: {e:#}")))
     }
 }

@@ -1,0 +1,118 @@
+// The namespace tree across every mount: one page at a time (100 names), opened level by
+// level, so that it stays quick at any size and never loads everything. The filter
+// narrows what is loaded; "Open" goes straight to a namespace by its name.
+
+import { api, catalog, dotted, ns, page } from './api.js';
+import { attempt, field, h, show } from './ui.js';
+
+const PAGE_SIZE = 100;
+const LIST_VIEWS = 'GET /v1/{prefix}/namespaces/{namespace}/views';
+
+/** The endpoints each top-level name's catalog serves (a mount's, else the root's). */
+const endpoints = new Map();
+
+function served(top) {
+  if (!endpoints.has(top)) {
+    endpoints.set(top, (async () => {
+      let config = await api(`/v1/config?warehouse=${encodeURIComponent(top)}`);
+      if (config.overrides.prefix !== top) config = await api('/v1/config?warehouse=root');
+      return new Set(config.endpoints);
+    })());
+  }
+  return endpoints.get(top);
+}
+
+/** A list that fills one page at a time from `load(pageToken)`, with a button for more. */
+function pagedList(list, load, render, what) {
+  let next = null;
+  const more = h('button', { type: 'button', class: 'more', hidden: true }, `More ${what}`);
+  const fill = async () => {
+    more.disabled = true;
+    const got = await attempt(list.parentElement || list, () => load(next));
+    more.disabled = false;
+    if (!got) return;
+    for (const item of got.items) list.append(render(item));
+    next = got.next;
+    more.hidden = !next;
+  };
+  more.addEventListener('click', fill);
+  return { more, fill };
+}
+
+const tableLink = (levels, name, kind) =>
+  h('li', {}, h('a', { href: `#/${kind}/${ns(levels)}/${encodeURIComponent(name)}` }, name), ' ', h('span', { class: 'kind' }, kind));
+
+/** One namespace, closed: its button opens its namespaces, tables and views. */
+function namespaceItem(levels) {
+  const item = h('li', { 'data-name': levels[levels.length - 1] });
+  const inside = h('div', { class: 'inside', hidden: true });
+  let loaded = false;
+  const toggle = h('button', { type: 'button', class: 'ns', 'aria-expanded': 'false' },
+    levels[levels.length - 1], h('span', { class: 'visually-hidden' }, ' namespace'));
+  toggle.addEventListener('click', async () => {
+    const open = toggle.getAttribute('aria-expanded') !== 'true';
+    toggle.setAttribute('aria-expanded', String(open));
+    inside.hidden = !open;
+    if (open && !loaded) {
+      loaded = true;
+      await fillNamespace(levels, inside);
+    }
+  });
+  item.append(toggle, inside);
+  return item;
+}
+
+async function fillNamespace(levels, inside) {
+  const path = ns(levels);
+  const children = h('ul', { 'aria-label': `Namespaces in ${dotted(levels)}` });
+  const tables = h('ul', { 'aria-label': `Tables in ${dotted(levels)}` });
+  const views = h('ul', { 'aria-label': `Views in ${dotted(levels)}` });
+  inside.append(children, tables, views);
+  const lists = [
+    [children, (t) => page(catalog(`/namespaces?parent=${path}`), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n), 'namespaces'],
+    [tables, (t) => page(catalog(`/namespaces/${path}/tables`), 'identifiers', t, PAGE_SIZE), (id) => tableLink(levels, id.name, 'table'), 'tables'],
+  ];
+  if ((await served(levels[0])).has(LIST_VIEWS)) {
+    lists.push([views, (t) => page(catalog(`/namespaces/${path}/views`), 'identifiers', t, PAGE_SIZE), (id) => tableLink(levels, id.name, 'view'), 'views']);
+  }
+  for (const [list, load, render, what] of lists) {
+    const { more, fill } = pagedList(list, load, render, what);
+    list.after(more);
+    await fill();
+  }
+  if (!children.children.length && !tables.children.length && !views.children.length) {
+    inside.append(h('p', { class: 'kind' }, 'Empty'));
+  }
+}
+
+export async function browsePage() {
+  const filter = h('input', { type: 'search', name: 'filter' });
+  const target = h('input', { name: 'open', placeholder: 'prod.analytics' });
+  const tree = h('ul', { class: 'tree', 'aria-label': 'Namespaces' });
+  const opened = h('div', {});
+  const jump = h('form', { class: 'toolbar' }, field('Open a namespace', target), h('button', { type: 'submit' }, 'Open'));
+  jump.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const levels = target.value.split('.').map((l) => l.trim()).filter(Boolean);
+    if (!levels.length) return;
+    await attempt(jump, async () => {
+      await api(catalog(`/namespaces/${ns(levels)}`));
+      const item = namespaceItem(levels);
+      item.querySelector('button').firstChild.textContent = dotted(levels);
+      opened.replaceChildren(h('ul', { 'aria-label': 'Opened namespace' }, item));
+      item.querySelector('button').click();
+    });
+  });
+  filter.addEventListener('input', () => {
+    const needle = filter.value.toLowerCase();
+    for (const item of tree.children) item.hidden = !item.dataset.name.toLowerCase().includes(needle);
+  });
+  const main = show('Browse',
+    h('div', { class: 'toolbar' }, field('Filter loaded namespaces', filter), jump),
+    opened,
+    tree);
+  const { more, fill } = pagedList(tree, (t) => page(catalog('/namespaces'), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n), 'namespaces');
+  tree.after(more);
+  await fill();
+  main.dataset.ready = 'true';
+}

@@ -1,0 +1,145 @@
+// A table: schema (nested types too), partition spec, sort order, properties, metadata
+// location, and its snapshot history as a chart with its branches and tags. A view: its
+// SQL and schema.
+
+import { api, catalog, dotted, ns } from './api.js';
+import { h, show, table, when } from './ui.js';
+
+/** A type as Iceberg writes it, nested types spelled out. */
+function typeName(type) {
+  if (typeof type === 'string') return type;
+  if (type.type === 'list') return `list<${typeName(type.element)}>`;
+  if (type.type === 'map') return `map<${typeName(type.key)}, ${typeName(type.value)}>`;
+  return 'struct';
+}
+
+/** The schema's fields as rows, a nested field under its parent (`a.b`, `a.element.c`). */
+function fieldRows(fields, prefix = '', rows = []) {
+  for (const f of fields) {
+    const name = `${prefix}${f.name}`;
+    rows.push({ id: f.id, name, type: typeName(f.type), required: f.required, doc: f.doc || '' });
+    nested(f.type, `${name}.`, rows);
+  }
+  return rows;
+}
+
+function nested(type, prefix, rows) {
+  if (typeof type === 'string') return;
+  if (type.type === 'struct') fieldRows(type.fields, prefix, rows);
+  if (type.type === 'list') nested(type.element, `${prefix}element.`, rows);
+  if (type.type === 'map') {
+    nested(type.key, `${prefix}key.`, rows);
+    nested(type.value, `${prefix}value.`, rows);
+  }
+}
+
+function schemaTable(schema) {
+  return table(`Schema ${schema['schema-id']}`, [
+    ['Id', (r) => r.id],
+    ['Field', (r) => h('code', {}, r.name)],
+    ['Type', (r) => h('code', {}, r.type)],
+    ['Required', (r) => (r.required ? 'yes' : 'no')],
+    ['Doc', (r) => r.doc],
+  ], fieldRows(schema.fields));
+}
+
+const number = (summary, key) => Number((summary || {})[key] || 0);
+
+/** Records and data files added per snapshot, in commit order, as bars over time. */
+function snapshotChart(snapshots) {
+  const width = 720;
+  const band = 90;
+  const n = snapshots.length;
+  const step = n ? width / n : width;
+  const maxRecords = Math.max(1, ...snapshots.map((s) => number(s.summary, 'added-records')));
+  const maxFiles = Math.max(1, ...snapshots.map((s) => number(s.summary, 'added-data-files')));
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${2 * band + 40}`);
+  svg.setAttribute('class', 'chart');
+  svg.setAttribute('role', 'img');
+  const first = n ? when(snapshots[0]['timestamp-ms']) : '';
+  const last = n ? when(snapshots[n - 1]['timestamp-ms']) : '';
+  svg.setAttribute('aria-label', `Records and data files added by each of ${n} snapshots, ${first} to ${last}`);
+  const add = (tag, attrs, text) => {
+    const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+    if (text) el.textContent = text;
+    svg.append(el);
+  };
+  snapshots.forEach((s, i) => {
+    const records = (number(s.summary, 'added-records') / maxRecords) * (band - 12);
+    const files = (number(s.summary, 'added-data-files') / maxFiles) * (band - 12);
+    const x = i * step + step * 0.1;
+    const w = Math.max(1, step * 0.8);
+    add('rect', { class: 'records', x, y: band - records, width: w, height: records });
+    add('rect', { class: 'files', x, y: 2 * band + 10 - files, width: w, height: files });
+  });
+  add('text', { x: 4, y: 12 }, `records added (max ${maxRecords})`);
+  add('text', { x: 4, y: band + 22 }, `data files added (max ${maxFiles})`);
+  add('text', { x: 4, y: 2 * band + 34 }, first);
+  add('text', { x: width - 4, y: 2 * band + 34, 'text-anchor': 'end' }, last);
+  return svg;
+}
+
+export async function tablePage(levels, name) {
+  const loaded = await api(catalog(`/namespaces/${ns(levels)}/tables/${encodeURIComponent(name)}`));
+  const m = loaded.metadata;
+  const schema = m.schemas.find((s) => s['schema-id'] === m['current-schema-id']) || m.schemas[0];
+  const columns = new Map(fieldRows(schema.fields).map((f) => [f.id, f.name]));
+  const spec = (m['partition-specs'] || []).find((s) => s['spec-id'] === m['default-spec-id']) || { fields: [] };
+  const order = (m['sort-orders'] || []).find((o) => o['order-id'] === m['default-sort-order-id']) || { fields: [] };
+  const snapshots = [...(m.snapshots || [])].sort((a, b) => a['sequence-number'] - b['sequence-number'] || a['timestamp-ms'] - b['timestamp-ms']);
+  const refs = Object.entries(m.refs || {}).map(([ref, r]) => ({ ref, ...r }));
+  const recent = snapshots.slice(-50).reverse();
+  show(`Table ${dotted(levels)}.${name}`,
+    h('dl', {},
+      h('dt', {}, 'Metadata location'), h('dd', {}, h('code', {}, loaded['metadata-location'] || '')),
+      h('dt', {}, 'Location'), h('dd', {}, h('code', {}, m.location)),
+      h('dt', {}, 'Format version'), h('dd', {}, m['format-version']),
+      h('dt', {}, 'Table UUID'), h('dd', {}, h('code', {}, m['table-uuid']))),
+    h('h2', {}, 'Schema'),
+    schemaTable(schema),
+    h('h2', {}, 'Partition spec'),
+    spec.fields.length
+      ? table(`Spec ${spec['spec-id']}`, [
+        ['Name', (f) => f.name], ['Transform', (f) => f.transform], ['Source', (f) => columns.get(f['source-id']) || f['source-id']],
+      ], spec.fields)
+      : h('p', {}, 'Unpartitioned'),
+    h('h2', {}, 'Sort order'),
+    order.fields.length
+      ? table(`Order ${order['order-id']}`, [
+        ['Source', (f) => columns.get(f['source-id']) || f['source-id']], ['Transform', (f) => f.transform],
+        ['Direction', (f) => f.direction], ['Nulls', (f) => f['null-order']],
+      ], order.fields)
+      : h('p', {}, 'Unsorted'),
+    h('h2', {}, 'Snapshots'),
+    snapshots.length ? snapshotChart(snapshots) : h('p', {}, 'No snapshots yet'),
+    table('Branches and tags', [
+      ['Name', (r) => r.ref], ['Type', (r) => r.type], ['Snapshot', (r) => r['snapshot-id']],
+    ], refs),
+    table(`Snapshot history (${recent.length} most recent of ${snapshots.length})`, [
+      ['Snapshot', (s) => s['snapshot-id']], ['Committed', (s) => when(s['timestamp-ms'])],
+      ['Operation', (s) => (s.summary || {}).operation || ''],
+      ['Records added', (s) => number(s.summary, 'added-records')], ['Files added', (s) => number(s.summary, 'added-data-files')],
+    ], recent),
+    h('h2', {}, 'Properties'),
+    table('Table properties', [['Key', ([k]) => k], ['Value', ([, v]) => v]], Object.entries(m.properties || {})));
+}
+
+export async function viewPage(levels, name) {
+  const loaded = await api(catalog(`/namespaces/${ns(levels)}/views/${encodeURIComponent(name)}`));
+  const m = loaded.metadata;
+  const version = m.versions.find((v) => v['version-id'] === m['current-version-id']);
+  const schema = m.schemas.find((s) => s['schema-id'] === version['schema-id']) || m.schemas[0];
+  const sql = version.representations.filter((r) => r.type === 'sql');
+  show(`View ${dotted(levels)}.${name}`,
+    h('dl', {},
+      h('dt', {}, 'Metadata location'), h('dd', {}, h('code', {}, loaded['metadata-location'] || '')),
+      h('dt', {}, 'Version'), h('dd', {}, version['version-id'])),
+    h('h2', {}, 'SQL'),
+    sql.map((r) => h('figure', {}, h('figcaption', {}, r.dialect), h('pre', {}, h('code', {}, r.sql)))),
+    h('h2', {}, 'Schema'),
+    schemaTable(schema),
+    h('h2', {}, 'Properties'),
+    table('View properties', [['Key', ([k]) => k], ['Value', ([, v]) => v]], Object.entries(m.properties || {})));
+}

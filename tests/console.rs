@@ -1,0 +1,209 @@
+//! The web console in a real browser: Debian's chromium driven by Playwright
+//! (`tests/console/scenario.mjs`), signing in at a real OpenID provider (panva's
+//! oidc-provider, `tests/console/idp.mjs`) and with client credentials, against a
+//! server holding a mount with a table of many snapshots and 10,000 namespaces.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::python::repo_root;
+use support::{Api, Server};
+
+/// Snapshots of the table the scenario charts.
+const SNAPSHOTS: i64 = 12;
+/// Root namespaces beside it: the tree must show its first page without loading them all.
+const NAMESPACES: usize = 10_000;
+
+/// Installs the scenario's npm packages (pinned by its package-lock.json) once.
+fn npm_ci(dir: &Path) {
+    let lock = std::fs::read_to_string(dir.join("package-lock.json")).unwrap();
+    let stamp = dir.join("node_modules/.installed-lock");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(lock.as_str()) {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir)
+        .status()
+        .expect("npm is needed for the console test");
+    assert!(status.success(), "npm ci in {}", dir.display());
+    std::fs::write(stamp, lock).unwrap();
+}
+
+struct Idp(Child);
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The OpenID provider on a free port, with the console as a public client that may
+/// return to any loopback port (RFC 8252); its issuer URL.
+async fn idp(dir: &Path) -> (Idp, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let idp = Idp(Command::new("node")
+        .args(["idp.mjs", &port.to_string(), "http://127.0.0.1/ui/", "rustberg-console"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the OpenID provider"));
+    let issuer = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if reqwest::get(format!("{issuer}/.well-known/openid-configuration")).await.is_ok_and(|r| r.status() == 200) {
+            return (idp, issuer);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the OpenID provider did not start");
+}
+
+fn config(issuer: &str, mount_dir: &Path) -> String {
+    format!(
+        r#"
+[auth.principals.setup]
+tenant = "acme"
+role = "admin"
+server_admin = true
+secret_hash = "{setup}"
+
+[auth.oidc]
+issuer = "{issuer}"
+audience = "rustberg-console"
+jwks = "{issuer}/jwks"
+console_client_id = "rustberg-console"
+
+[auth.principals.olivia]
+tenant = "acme"
+role = "admin"
+server_admin = true
+oidc_subject = "olivia"
+
+[mount.prod]
+backend = "native"
+catalog_url = "redb://{dir}/prod.redb"
+owner = "acme"
+
+[audit]
+file = "{dir}/audit.jsonl"
+"#,
+        dir = mount_dir.display(),
+        setup = support::hash_secret("setup-secret"),
+    )
+}
+
+/// A schema with nested types: a struct and a list.
+fn nested_schema() -> Value {
+    json!({"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": true},
+        {"id": 2, "name": "ts", "type": "timestamptz", "required": false},
+        {"id": 3, "name": "nested", "required": false, "type": {"type": "struct", "fields": [
+            {"id": 4, "name": "inner", "type": "string", "required": false}]}},
+        {"id": 5, "name": "tags", "required": false, "type":
+            {"type": "list", "element-id": 6, "element": "long", "element-required": false}}
+    ]})
+}
+
+/// `prod.analytics.events` (partitioned by day, sorted by id) with `SNAPSHOTS` appends
+/// and a tag, and the view `prod.analytics.recent`.
+async fn catalog(admin: &Api) {
+    assert_eq!(admin.post("/namespaces", json!({"namespace": ["prod", "analytics"]})).await.0, 200);
+    let table = json!({
+        "name": "events",
+        "schema": nested_schema(),
+        "partition-spec": {"spec-id": 0, "fields": [{"source-id": 2, "field-id": 1000, "name": "ts_day", "transform": "day"}]},
+        "write-order": {"order-id": 1, "fields": [{"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}]}
+    });
+    let (status, created) = admin.post("/namespaces/prod%1Fanalytics/tables", table).await;
+    assert_eq!(status, 200, "{created}");
+    let path = "/namespaces/prod%1Fanalytics/tables/events";
+    let mut metadata = created["metadata"].clone();
+    for id in 1..=SNAPSHOTS {
+        let mut append = support::append_request(&metadata, id);
+        let summary = json!({"operation": "append", "added-records": (id * 1000).to_string(), "added-data-files": id.to_string()});
+        append["updates"][0]["snapshot"]["summary"] = summary;
+        let (status, body) = admin.post(path, append).await;
+        assert_eq!(status, 200, "{body}");
+        metadata = body["metadata"].clone();
+    }
+    let tag = json!({"requirements": [], "updates": [
+        {"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": 1}]});
+    assert_eq!(admin.post(path, tag).await.0, 200);
+    let view = json!({
+        "name": "recent",
+        "schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": true}]},
+        "view-version": {"version-id": 1, "timestamp-ms": 1_700_000_000_000i64, "schema-id": 0,
+            "summary": {"engine-name": "spark"}, "default-namespace": ["prod", "analytics"],
+            "representations": [{"type": "sql", "sql": "SELECT id FROM prod.analytics.events", "dialect": "spark"}]},
+        "properties": {}
+    });
+    let (status, body) = admin.post("/namespaces/prod%1Fanalytics/views", view).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// `NAMESPACES` root namespaces, several requests at a time.
+async fn many_namespaces(admin: &Api) {
+    let names: Vec<String> = (0..NAMESPACES).map(|i| format!("ns{i:05}")).collect();
+    for chunk in names.chunks(16) {
+        let creates = chunk.iter().map(|name| admin.post("/namespaces", json!({"namespace": [name]})));
+        for (status, body) in futures::future::join_all(creates).await {
+            assert_eq!(status, 200, "{body}");
+        }
+    }
+}
+
+fn screenshots() -> PathBuf {
+    let target = Path::new(env!("CARGO_BIN_EXE_rustberg")).parent().unwrap().parent().unwrap();
+    let dir = target.join("console-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(Path::new(&chromium).exists(), "Debian's chromium is needed ({chromium}); .ci/run installs it");
+    let dir = repo_root().join("tests/console");
+    npm_ci(&dir);
+    let (_idp, issuer) = idp(&dir).await;
+    let mount_dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&config(&issuer, mount_dir.path()));
+    let setup = server.login("setup", "setup-secret");
+    catalog(&setup).await;
+    many_namespaces(&setup).await;
+
+    let shots = screenshots();
+    let output = tokio::task::spawn_blocking({
+        let (base, dir, shots) = (server.base.clone(), dir.clone(), shots.clone());
+        move || {
+            Command::new("timeout")
+                .args(["300", "node", "scenario.mjs"])
+                .current_dir(dir)
+                .env("RUSTBERG_URL", base)
+                .env("OIDC_LOGIN", "olivia")
+                .env("SNAPSHOTS", SNAPSHOTS.to_string())
+                .env("SCREENSHOTS", shots)
+                .env("CHROMIUM", chromium)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}{stderr}");
+    assert!(output.status.success() && stdout.contains("SCENARIO PASSED"), "the console scenario failed");
+    for line in stdout.lines().filter(|l| l.starts_with("MEASURE")) {
+        eprintln!("{line}");
+    }
+    for shot in ["1-sign-in", "2-table", "3-mounts", "4-manage", "5-audit", "6-reader", "7-refused"] {
+        assert!(shots.join(format!("console-{shot}.png")).exists(), "no screenshot {shot}");
+    }
+}

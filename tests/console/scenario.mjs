@@ -1,0 +1,197 @@
+// The console in Debian's chromium, driven by Playwright: sign in with OpenID Connect,
+// browse into a table in a mount and see its snapshot chart, create a namespace and
+// grant a reader on it, sign in as that reader and see only what the grant allows.
+// Fails on any console error or failed request but the one refusal it provokes, and
+// on any control without a label. Screenshots go to $SCREENSHOTS.
+//
+// Env: RUSTBERG_URL, IDP_URL, OIDC_LOGIN, SCREENSHOTS, CHROMIUM (default /usr/bin/chromium).
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+
+const base = process.env.RUSTBERG_URL;
+const shots = process.env.SCREENSHOTS;
+const login = process.env.OIDC_LOGIN;
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+
+// Everything that goes wrong in the console (not on the issuer's own sign-in pages), but
+// what the scenario expects to be refused.
+const problems = [];
+let expected = null; // { method, path, status } of the one refusal provoked
+const refused = [];
+const ours = (url) => url.startsWith(`${base}/`);
+page.on('console', (message) => {
+  if (message.type() !== 'error' || !ours(page.url())) return;
+  if (expected && message.text().includes(`status of ${expected.status}`)) return;
+  problems.push(`console: ${message.text()}`);
+});
+page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+page.on('requestfailed', (request) => {
+  if (ours(request.frame().url())) problems.push(`failed: ${request.method()} ${request.url()} ${request.failure()?.errorText}`);
+});
+const assets = new Set(); // what the console's page is made of
+page.on('response', (response) => {
+  const path = new URL(response.url()).pathname;
+  if (response.url().startsWith(`${base}/ui/`) && path !== '/ui/config.json') assets.add(path);
+  if (response.status() < 400 || !ours(response.request().frame().url())) return;
+  const url = new URL(response.url());
+  const request = response.request();
+  if (expected && request.method() === expected.method && url.pathname === expected.path && response.status() === expected.status) {
+    refused.push(url.pathname);
+    return;
+  }
+  problems.push(`status ${response.status()}: ${request.method()} ${response.url()}`);
+});
+
+/** Every form control and button has a name a screen reader can say. */
+async function everyControlLabelled(where) {
+  const unnamed = await page.evaluate(() => {
+    const named = (el) => (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
+      || (el.tagName === 'BUTTON' && el.textContent.trim());
+    return [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((el) => !el.closest('[hidden]') && !named(el))
+      .map((el) => el.outerHTML.slice(0, 120));
+  });
+  assert.deepEqual(unnamed, [], `controls without a label on ${where}`);
+}
+
+const shot = (name) => page.screenshot({ path: `${shots}/console-${name}.png`, fullPage: true });
+
+try {
+  // 1. Sign in with OpenID Connect (authorization code and PKCE) at the issuer's own page.
+  await page.goto(`${base}/ui/`);
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await everyControlLabelled('sign-in');
+  await shot('1-sign-in');
+  await page.getByRole('button', { name: /Sign in with/ }).click();
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any');
+  await page.locator('button[type="submit"]').click();
+  await page.getByRole('button', { name: /continue/i }).click(); // the issuer's consent
+  await page.waitForURL(`${base}/ui/#/browse`);
+  await page.locator('#who').getByText(login).waitFor();
+
+  // The tree's first page, timed from a fresh load of the page.
+  const started = Date.now();
+  await page.goto(`${base}/ui/#/browse`);
+  await page.reload();
+  await page.locator('ul.tree > li').first().waitFor();
+  const firstTree = Date.now() - started;
+  console.log(`MEASURE tree-first-shown-ms ${firstTree}`);
+  assert.equal(await page.locator('ul.tree > li').count(), 100, 'one page of 100 names, not everything');
+  await everyControlLabelled('browse');
+
+  // 2. Into a table inside the mount `prod`, by keyboard: focus each level and press Enter.
+  const prod = page.locator('ul.tree > li[data-name="prod"] > button');
+  await prod.focus();
+  await page.keyboard.press('Enter');
+  const analytics = page.locator('li[data-name="analytics"] > button');
+  await analytics.focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('link', { name: 'events' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Table prod.analytics.events' }).waitFor();
+  const bars = await page.locator('svg.chart rect.records').count();
+  assert.equal(bars, Number(process.env.SNAPSHOTS), 'one bar per snapshot');
+  assert.match(await page.locator('svg.chart').getAttribute('aria-label'), /Records and data files added by each of/);
+  await page.getByRole('cell', { name: 'nested.inner' }).waitFor(); // a nested field
+  await page.getByText('list<long>').waitFor();
+  await page.getByRole('cell', { name: 'v1' }).waitFor(); // a tag
+  await page.getByRole('cell', { name: 'day' }).first().waitFor(); // the partition transform
+  await everyControlLabelled('table');
+  await shot('2-table');
+
+  // The view's SQL.
+  await page.goto(`${base}/ui/#/browse`);
+  await page.locator('ul.tree > li[data-name="prod"] > button').click();
+  await page.locator('li[data-name="analytics"] > button').click();
+  await page.getByRole('link', { name: 'recent' }).click();
+  await page.getByText('SELECT id FROM prod.analytics.events').waitFor();
+
+  // Mounts: backend, component, health and the latency the metrics show.
+  await page.getByRole('link', { name: 'Mounts' }).click();
+  await page.getByRole('cell', { name: 'prod', exact: true }).waitFor();
+  const prodRow = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'prod', exact: true }) });
+  assert.match(await prodRow.innerText(), /native[\s\S]*contract 0\.2\.\d[\s\S]*kv[\s\S]*acme[\s\S]*reachable[\s\S]*ms/);
+  await shot('3-mounts');
+
+  // 3. Create a namespace, a tenant and a reader in it (its secret shown once), and grant
+  // the reader read on the namespace.
+  await page.getByRole('link', { name: 'Manage' }).click();
+  await page.getByLabel('Namespace', { exact: true }).first().fill('shared');
+  await page.getByRole('button', { name: 'Create namespace' }).click();
+  await page.getByText('Created shared').waitFor();
+  await page.getByLabel('New tenant').fill('guests');
+  await page.getByLabel('New tenant').press('Enter');
+  await page.getByRole('cell', { name: 'guests', exact: true }).waitFor();
+  const principal = page.getByRole('form', { name: 'Create a principal' });
+  await principal.getByLabel('Name').fill('rita');
+  await principal.getByLabel('Tenant').fill('guests');
+  await principal.getByLabel('Role').selectOption('reader');
+  await principal.getByRole('button', { name: 'Create principal' }).click();
+  const credential = await page.locator('code.credential').innerText();
+  assert.match(credential, /^rita:.{20,}$/);
+  const grant = page.getByRole('form', { name: 'Grant' });
+  await grant.getByLabel('Grantee kind').selectOption('principal');
+  await grant.getByLabel('Grantee name').fill('rita');
+  await grant.getByLabel('Namespace').fill('shared');
+  await grant.getByLabel('Privilege').selectOption('read');
+  await grant.getByRole('button', { name: 'Grant' }).click();
+  await page.getByText('Granted read on shared to principal rita').waitFor();
+  await page.getByRole('button', { name: 'Revoke read on namespace shared' }).waitFor();
+  await everyControlLabelled('manage');
+  await shot('4-manage');
+
+  // The audit log, filtered.
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByLabel('Resource contains').fill('namespace shared');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByRole('cell', { name: 'namespace shared' }).first().waitFor();
+  await everyControlLabelled('audit');
+  await shot('5-audit');
+
+  // 4. The reader signs in with its client credentials and sees only the namespace granted.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  const [id, secret] = [credential.slice(0, credential.indexOf(':')), credential.slice(credential.indexOf(':') + 1)];
+  await page.getByLabel('Client id').fill(id);
+  await page.getByLabel('Client secret').fill(secret);
+  await page.getByLabel('Client secret').press('Enter');
+  await page.locator('#who').getByText('rita (guests, reader)').waitFor();
+  await page.locator('ul.tree > li').first().waitFor();
+  const visible = await page.locator('ul.tree > li').evaluateAll((items) => items.map((i) => i.dataset.name));
+  assert.deepEqual(visible, ['shared'], 'the reader sees only what its grant allows');
+  assert.equal(await page.getByRole('link', { name: 'Audit' }).isVisible(), false);
+  await shot('6-reader');
+
+  // A refusal shows the server's own words.
+  expected = { method: 'POST', path: '/v1/catalog/namespaces', status: 403 };
+  await page.getByRole('link', { name: 'Manage' }).click();
+  await page.getByLabel('Namespace', { exact: true }).first().fill('ritas');
+  await page.getByRole('button', { name: 'Create namespace' }).click();
+  const error = await page.getByRole('alert').innerText();
+  assert.match(error, /ForbiddenException: .+/);
+  assert.deepEqual(refused, ['/v1/catalog/namespaces']);
+  await shot('7-refused');
+} catch (error) {
+  // What the page showed and what went wrong in it, to say why.
+  await shot('failed').catch(() => {});
+  console.log(`PAGE ${page.url()}\n${await page.locator('body').innerText().catch(() => '')}`);
+  console.log(`PROBLEMS ${JSON.stringify(problems, null, 2)}`);
+  throw error;
+}
+await browser.close();
+assert.deepEqual(problems, [], 'the page had errors or failed requests');
+
+// The page's weight: every asset it loaded, gzipped.
+let gzipped = 0;
+for (const path of assets) {
+  gzipped += gzipSync(Buffer.from(await (await fetch(`${base}${path}`)).arrayBuffer()), { level: 9 }).length;
+}
+console.log(`MEASURE console-gzipped-bytes ${gzipped} (${assets.size} files)`);
+console.log('SCENARIO PASSED');
