@@ -147,6 +147,10 @@ async fn catalog(admin: &Api) {
     assert_eq!(status, 200, "{body}");
 }
 
+async fn audit(api: &Api, query: &str) -> (u16, Value) {
+    api.send(reqwest::Method::GET, query, None).await
+}
+
 /// `NAMESPACES` root namespaces, several requests at a time.
 async fn many_namespaces(admin: &Api) {
     let names: Vec<String> = (0..NAMESPACES).map(|i| format!("ns{i:05}")).collect();
@@ -206,4 +210,90 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
     for shot in ["1-sign-in", "2-table", "3-mounts", "4-manage", "5-audit", "6-reader", "7-refused"] {
         assert!(shots.join(format!("console-{shot}.png")).exists(), "no screenshot {shot}");
     }
+}
+
+/// What the console reads besides the catalog: the mounts a caller's tenant owns (all for
+/// a server admin) and the audit log (admins, a tenant admin only its tenant's records;
+/// 501 without an audit file); and its own files, embedded, under a policy that loads
+/// nothing from elsewhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_routes_show_each_caller_only_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let principal = |name: &str, tenant: &str, role: &str, admin: bool| {
+        format!(
+            "[auth.principals.{name}]\ntenant = \"{tenant}\"\nrole = \"{role}\"\nserver_admin = {admin}\nsecret_hash = \"{}\"\n",
+            support::hash_secret(&format!("{name}-secret"))
+        )
+    };
+    let mount = |name: &str, owner: &str| {
+        format!(
+            "[mount.{name}]\nbackend = \"native\"\ncatalog_url = \"redb://{}/{name}.redb\"\nowner = \"{owner}\"\n",
+            dir.path().display()
+        )
+    };
+    let config = [
+        principal("root", "acme", "admin", true),
+        principal("ann", "acme", "writer", false),
+        principal("olga", "other", "admin", false),
+        mount("acme_lake", "acme"),
+        mount("other_lake", "other"),
+        format!("[audit]\nfile = \"{}/audit.jsonl\"\n", dir.path().display()),
+    ]
+    .concat();
+    let server = Server::start(&config);
+    let (root, ann, olga) =
+        (server.login("root", "root-secret"), server.login("ann", "ann-secret"), server.login("olga", "olga-secret"));
+
+    let names = |body: &Value| -> Vec<String> {
+        body["mounts"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
+    };
+    let (status, all) = root.send(reqwest::Method::GET, "/management/v1/mounts", None).await;
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(names(&all), ["root", "acme_lake", "other_lake"]);
+    let lake = &all["mounts"][1];
+    assert_eq!((&lake["backend"], &lake["owner"], &lake["grants"]), (&json!("native"), &json!("acme"), &json!(["kv"])));
+    assert!(lake["component"]["contract"].as_str().unwrap().starts_with("0.2."), "{lake}");
+    assert!(
+        lake["component"]["bytes"].as_u64().unwrap() > 10_000
+            && lake["component"]["sha256"].as_str().unwrap().len() == 64
+    );
+    assert_eq!(lake["health"], json!({"state": "ok"}));
+    assert_eq!(names(&ann.send(reqwest::Method::GET, "/management/v1/mounts", None).await.1), ["root", "acme_lake"]);
+    assert_eq!(names(&olga.send(reqwest::Method::GET, "/management/v1/mounts", None).await.1), ["root", "other_lake"]);
+
+    // Decisions to read back: ann's write in acme, ann refused in other's mount, olga's write.
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["acme_lake", "db"]})).await.0, 200);
+    assert_eq!(ann.post("/namespaces", json!({"namespace": ["other_lake", "x"]})).await.0, 404);
+    assert_eq!(olga.post("/namespaces", json!({"namespace": ["other_lake", "db"]})).await.0, 200);
+    let (status, everything) = audit(&root, "/management/v1/audit").await;
+    assert_eq!(status, 200, "{everything}");
+    let records = everything["records"].as_array().unwrap();
+    assert!(records.len() >= 3, "{everything}");
+    let (_, denied) = audit(&root, "/management/v1/audit?decision=denied&principal=ann").await;
+    let denied = denied["records"].as_array().unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!((&denied[0]["resource"], &denied[0]["mount"]), (&json!("namespace other_lake"), &json!("other_lake")));
+    let (_, mine) = audit(&olga, "/management/v1/audit").await;
+    let mine = mine["records"].as_array().unwrap();
+    assert!(!mine.is_empty() && mine.iter().all(|r| r["tenant"] == "other"), "{mine:?}");
+    let (_, resource) = audit(&root, "/management/v1/audit?resource=acme_lake&limit=1").await;
+    let resource = resource["records"].as_array().unwrap();
+    assert_eq!(resource.len(), 1);
+    assert!(resource[0]["resource"].as_str().unwrap().contains("acme_lake"), "{resource:?}");
+    support::assert_error(&audit(&ann, "/management/v1/audit").await, 403, "ForbiddenException");
+    let plain = Server::start(&principal("root", "acme", "admin", true));
+    let plain_root = plain.login("root", "root-secret");
+    support::assert_error(&audit(&plain_root, "/management/v1/audit").await, 501, "UnsupportedOperationException");
+
+    // The console's files, without a token, and nothing else under /ui.
+    let page = reqwest::get(format!("{}/ui/", server.base)).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let policy = page.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(policy.contains("default-src 'self'") && policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(page.text().await.unwrap().contains("<script type=\"module\" src=\"app.js\">"));
+    let script = reqwest::get(format!("{}/ui/app.js", server.base)).await.unwrap();
+    assert_eq!(script.headers()["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(reqwest::get(format!("{}/ui/nothing.js", server.base)).await.unwrap().status(), 404);
+    let config: Value = reqwest::get(format!("{}/ui/config.json", server.base)).await.unwrap().json().await.unwrap();
+    assert_eq!(config, json!({"oidc": null}));
 }
