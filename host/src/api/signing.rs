@@ -107,11 +107,10 @@ pub fn confined(
     Some(confined)
 }
 
-/// The spec's `RemoteSignRequest`.
+/// The spec's `RemoteSignRequest`. Its `region` is not read: the host signs for its
+/// store's own region, whatever a client claims.
 #[derive(Deserialize)]
 pub struct RemoteSignRequest {
-    #[allow(dead_code)]
-    region: String,
     uri: String,
     method: String,
     headers: BTreeMap<String, Vec<String>>,
