@@ -115,7 +115,8 @@ pub fn data_access(authz: &Access, mount: &Mount, resource: &Resource) -> DataAc
     access_of(authz.held(resource).as_ref(), mount)
 }
 
-fn access_of(held: Option<&Held<'_>>, mount: &Mount) -> DataAccess {
+/// [`data_access`] from what the caller holds, read once by the caller of this.
+pub fn access_of(held: Option<&Held<'_>>, mount: &Mount) -> DataAccess {
     if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
         DataAccess::ReadWrite
     } else {

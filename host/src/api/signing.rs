@@ -146,7 +146,7 @@ pub async fn sign(
         Error::Forbidden(format!("{}: not signed: {reason}", mount.label()))
     };
     let signer = state.vendor.signer(&location).map_err(|e| refused(e.to_string()))?;
-    let data_access = credentials::data_access(access, mount, &resource);
+    let data_access = credentials::access_of(held.as_ref(), mount);
     let request = S3Request { method: &req.method, uri: &req.uri, headers: &req.headers, body: req.body.as_deref() };
     let signed = match signer.sign(&location, data_access, &request).await {
         Ok(signed) => signed,
