@@ -231,16 +231,25 @@ async fn the_consoles_routes_show_each_caller_only_its_own() {
             dir.path().display()
         )
     };
+    // A remote catalog mounted as `gone`, stopped once the server has started.
+    let remote = Server::start("");
+    let token = remote.admin_token();
     let config = [
         principal("root", "acme", "admin", true),
         principal("ann", "acme", "writer", false),
         principal("olga", "other", "admin", false),
         mount("acme_lake", "acme"),
         mount("other_lake", "other"),
+        format!(
+            "[mount.gone]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"acme\"\ntoken_env = \"REMOTE_TOKEN\"\n",
+            remote.base
+        ),
         format!("[audit]\nfile = \"{}/audit.jsonl\"\n", dir.path().display()),
     ]
     .concat();
-    let server = Server::start(&config);
+    let server =
+        Server::try_start_with_env(&config, &[("REMOTE_TOKEN", token.as_str())]).unwrap_or_else(|o| panic!("{o}"));
+    drop(remote.stop());
     let (root, ann, olga) =
         (server.login("root", "root-secret"), server.login("ann", "ann-secret"), server.login("olga", "olga-secret"));
 
@@ -249,7 +258,7 @@ async fn the_consoles_routes_show_each_caller_only_its_own() {
     };
     let (status, all) = root.send(reqwest::Method::GET, "/management/v1/mounts", None).await;
     assert_eq!(status, 200, "{all}");
-    assert_eq!(names(&all), ["root", "acme_lake", "other_lake"]);
+    assert_eq!(names(&all), ["root", "acme_lake", "gone", "other_lake"]);
     let lake = &all["mounts"][1];
     assert_eq!((&lake["backend"], &lake["owner"], &lake["grants"]), (&json!("native"), &json!("acme"), &json!(["kv"])));
     assert!(lake["component"]["contract"].as_str().unwrap().starts_with("0.2."), "{lake}");
@@ -258,7 +267,17 @@ async fn the_consoles_routes_show_each_caller_only_its_own() {
             && lake["component"]["sha256"].as_str().unwrap().len() == 64
     );
     assert_eq!(lake["health"], json!({"state": "ok"}));
-    assert_eq!(names(&ann.send(reqwest::Method::GET, "/management/v1/mounts", None).await.1), ["root", "acme_lake"]);
+    assert_eq!(
+        names(&ann.send(reqwest::Method::GET, "/management/v1/mounts", None).await.1),
+        ["root", "acme_lake", "gone"]
+    );
+    // A mount whose remote does not answer says so, with the error naming it.
+    assert_eq!(ann.get("/namespaces?parent=gone").await.0, 503);
+    let (_, after) = ann.send(reqwest::Method::GET, "/management/v1/mounts", None).await;
+    let gone = &after["mounts"][2];
+    assert_eq!(gone["health"]["state"], "unreachable", "{gone}");
+    assert!(gone["health"]["error"].as_str().unwrap().contains("gone"), "{gone}");
+    assert_eq!(after["mounts"][1]["health"], json!({"state": "ok"}));
     assert_eq!(names(&olga.send(reqwest::Method::GET, "/management/v1/mounts", None).await.1), ["root", "other_lake"]);
 
     // Decisions to read back: ann's write in acme, ann refused in other's mount, olga's write.
