@@ -77,8 +77,8 @@ fn secure(response: &mut Response, issuer_origin: Option<&str>) {
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
 }
 
-/// `scheme://host[:port]` of a URL.
+/// `scheme://host[:port]` of a URL (nothing for one that does not parse: then the page
+/// may reach this server only).
 fn origin_of(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
-    format!("{scheme}://{}", rest.split('/').next().unwrap_or_default())
+    url::Url::parse(url).map(|u| u.origin().ascii_serialization()).unwrap_or_default()
 }

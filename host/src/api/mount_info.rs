@@ -18,12 +18,7 @@ pub async fn list(AxState(state): State, Extension(Caller(caller)): Extension<Ca
 }
 
 fn describe(mount: &Mount) -> Value {
-    let (component, grants) = mount.backend.component();
-    let granted: Vec<&str> =
-        [("kv", grants.kv.is_some()), ("http", grants.http.is_some()), ("tcp", grants.tcp.is_some())]
-            .into_iter()
-            .filter_map(|(name, on)| on.then_some(name))
-            .collect();
+    let (component, granted) = mount.backend.component();
     let health = match mount.backend.unreachable() {
         None => json!({ "state": "ok" }),
         Some(error) => json!({ "state": "unreachable", "error": error }),
@@ -33,7 +28,7 @@ fn describe(mount: &Mount) -> Value {
         "label": mount.label(),
         "backend": mount.source,
         "component": { "bytes": component.bytes, "sha256": component.sha256, "contract": component.contract },
-        "grants": granted,
+        "grants": granted.names(),
         "owner": mount.owner,
         "read-only": mount.read_only,
         "warehouse": mount.warehouse.as_ref().map(|w| w.root().to_string()),

@@ -131,8 +131,8 @@ impl Backend {
     }
 
     /// The component it runs, and what its mount grants it.
-    pub fn component(&self) -> (&super::LoadedComponent, &super::Grants) {
-        (self.pool.component(), self.pool.grants())
+    pub fn component(&self) -> (&super::LoadedComponent, super::contract::Granted) {
+        (self.pool.component(), self.pool.grants().granted())
     }
 
     /// Whether its mount grants it a key space.

@@ -93,10 +93,16 @@ impl Granted {
 
     pub fn describe(self) -> String {
         let mut grants = vec!["types", "log", "clock", "config"];
-        grants.extend(self.kv.then_some("kv"));
-        grants.extend(self.http.then_some("http"));
-        grants.extend(self.tcp.then_some("tcp"));
+        grants.extend(self.names());
         grants.join(", ")
+    }
+
+    /// The grants a mount gave, by the names its `grants` key uses.
+    pub fn names(self) -> Vec<&'static str> {
+        [("kv", self.kv), ("http", self.http), ("tcp", self.tcp)]
+            .into_iter()
+            .filter_map(|(name, granted)| granted.then_some(name))
+            .collect()
     }
 }
 

@@ -166,41 +166,18 @@ impl StoreSigner {
             };
         }
         match *method {
-            // ListObjectsV2 (and V1), with a prefix inside the table.
-            Method::GET if !has("uploads") => {
-                let listing = [
-                    "list-type",
-                    "prefix",
-                    "continuation-token",
-                    "max-keys",
-                    "start-after",
-                    "delimiter",
-                    "fetch-owner",
-                    "encoding-type",
-                    "marker",
-                ];
-                if !only(&listing) {
-                    return Err(operation());
-                }
-                prefix_within(table, &query)?;
-                Ok(DataAccess::Read)
-            }
-            // ListMultipartUploads.
+            // ListObjectsV2 (and V1) for a reader; ListMultipartUploads for a writer:
+            // with a prefix inside the table either way.
             Method::GET => {
-                let listing = [
-                    "uploads",
-                    "prefix",
-                    "key-marker",
-                    "upload-id-marker",
-                    "max-uploads",
-                    "delimiter",
-                    "encoding-type",
-                ];
-                if !only(&listing) {
+                let (parameters, needs) = match has("uploads") {
+                    false => (LIST_OBJECTS, DataAccess::Read),
+                    true => (LIST_UPLOADS, DataAccess::ReadWrite),
+                };
+                if !only(parameters) {
                     return Err(operation());
                 }
                 prefix_within(table, &query)?;
-                Ok(DataAccess::ReadWrite)
+                Ok(needs)
             }
             // DeleteObjects.
             Method::POST if has("delete") && only(&["delete"]) => {
@@ -267,6 +244,23 @@ impl StoreSigner {
         Ok(Signed { uri: uri.to_string(), headers: added })
     }
 }
+
+/// The query parameters a listing of objects (V2 or V1) may carry.
+const LIST_OBJECTS: &[&str] = &[
+    "list-type",
+    "prefix",
+    "continuation-token",
+    "max-keys",
+    "start-after",
+    "delimiter",
+    "fetch-owner",
+    "encoding-type",
+    "marker",
+];
+
+/// The query parameters a listing of multipart uploads may carry.
+const LIST_UPLOADS: &[&str] =
+    &["uploads", "prefix", "key-marker", "upload-id-marker", "max-uploads", "delimiter", "encoding-type"];
 
 /// Headers the host sets itself: a client's are dropped, never signed.
 const UNSIGNED: &[&str] = &["x-amz-date", "x-amz-security-token"];
