@@ -47,7 +47,10 @@ async fn namespace_lifecycle() {
     assert_error(&s.post("/namespaces", json!({"nonsense": 1})).await, 400, "BadRequestException");
 
     let loaded = s.get("/namespaces/sales").await;
-    assert_eq!(loaded, (200, json!({"namespace": ["sales"], "properties": {"owner": "ana"}})));
+    assert_eq!(
+        (loaded.0, &loaded.1["namespace"], &loaded.1["properties"]["owner"]),
+        (200, &json!(["sales"]), &json!("ana"))
+    );
     assert_eq!(s.get("/namespaces/sales%1Feu").await.1["namespace"], json!(["sales", "eu"]));
     assert_eq!(s.head("/namespaces/sales").await, 204);
     assert_eq!(s.head("/namespaces/missing").await, 404);
@@ -65,7 +68,21 @@ async fn namespace_lifecycle() {
         .post("/namespaces/sales/properties", json!({"removals": ["owner", "ghost"], "updates": {"tier": "gold"}}))
         .await;
     assert_eq!(update, (200, json!({"updated": ["tier"], "removed": ["owner"], "missing": ["ghost"]})));
-    assert_eq!(s.get("/namespaces/sales").await.1["properties"], json!({"tier": "gold"}));
+    // A namespace says where its tables go: its location, derived from the warehouse's
+    // where it records none (docs/storage.md), as a nested one's from its parent's.
+    let warehouse = format!("file://{}/data/warehouse", s.dir.path().display());
+    assert_eq!(
+        s.get("/namespaces/sales").await.1["properties"],
+        json!({"tier": "gold", "location": format!("{warehouse}/sales")})
+    );
+    assert_eq!(s.get("/namespaces/sales%1Feu").await.1["properties"]["location"], format!("{warehouse}/sales/eu"));
+    let placed = json!({"namespace": ["placed"], "properties": {"location": format!("{warehouse}/elsewhere")}});
+    assert_eq!(s.post("/namespaces", placed).await.0, 200);
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["placed", "inner"]})).await.0, 200);
+    let inner = s.get("/namespaces/placed%1Finner").await.1;
+    assert_eq!(inner["properties"]["location"], format!("{warehouse}/elsewhere/inner"), "{inner}");
+    assert_eq!(s.delete("/namespaces/placed%1Finner").await.0, 204);
+    assert_eq!(s.delete("/namespaces/placed").await.0, 204);
     assert_error(
         &s.post("/namespaces/sales/properties", json!({"removals": ["a"], "updates": {"a": "1"}})).await,
         422,

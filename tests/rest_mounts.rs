@@ -1,6 +1,7 @@
-//! Rest mounts: somebody else's Iceberg REST catalog, read-only, behind Rustberg.
-//! Against a second Rustberg process, and against a small fake remote that counts
-//! its requests and misbehaves on demand (500, 401, never answering).
+//! Rest mounts: somebody else's Iceberg REST catalog behind Rustberg, read-only by
+//! default and read-write by choice. Against a second Rustberg process, and against a
+//! small fake remote that counts its requests and misbehaves on demand (500, 401,
+//! never answering).
 
 mod support;
 
@@ -77,9 +78,16 @@ async fn a_rustberg_catalog_mounted_read_only() {
         s.get("/namespaces?parent=partner").await.1["namespaces"],
         json!([["partner", "pages"], ["partner", "sales"]])
     );
+    // The remote's answer, the remote's own location (it says where its namespaces live) included.
+    let remote_sales = remote.get("/namespaces/sales").await.1["properties"].clone();
+    assert_eq!(
+        remote_sales["location"].as_str().map(|l| l.ends_with("/warehouse/sales")),
+        Some(true),
+        "{remote_sales}"
+    );
     assert_eq!(
         s.get("/namespaces/partner%1Fsales").await,
-        (200, json!({"namespace": ["partner", "sales"], "properties": {"team": "x"}}))
+        (200, json!({"namespace": ["partner", "sales"], "properties": remote_sales}))
     );
     let listed = s.get("/namespaces/partner%1Fsales/tables").await.1;
     assert_eq!(listed["identifiers"], json!([{"namespace": ["partner", "sales"], "name": "orders"}]));
@@ -252,16 +260,18 @@ async fn remote_failures_are_errors_naming_the_mount_never_absences() {
     let (_fake, url) = start_fake().await;
     let s = Server::start(&rest_mount("far", &url, None, "request_timeout_ms = 400\n"));
     s.post("/namespaces", json!({"namespace": ["local"]})).await;
-    for (ns, cause) in [
-        ("broken", "the remote failed"),
-        ("denied", "rejected this mount's credential"),
-        ("slow", "did not answer within 400 ms"),
+    // The remote refusing the mount's own credential is the server's fault, not the
+    // caller's: a bad gateway.
+    for (ns, cause, status, kind) in [
+        ("broken", "the remote failed", 503, "ServiceUnavailableException"),
+        ("denied", "rejected this mount's credential", 502, "BadGatewayException"),
+        ("slow", "did not answer within 400 ms", 503, "ServiceUnavailableException"),
     ] {
         let got = s.get(&format!("/namespaces/far%1F{ns}")).await;
-        assert_error(&got, 503, "ServiceUnavailableException");
+        assert_error(&got, status, kind);
         let message = got.1["error"]["message"].as_str().unwrap();
         assert!(message.contains("mount `far`") && message.contains(cause), "{ns}: {message}");
-        assert_eq!(s.head(&format!("/namespaces/far%1F{ns}")).await, 503, "HEAD {ns} is an error, not an absence");
+        assert_eq!(s.head(&format!("/namespaces/far%1F{ns}")).await, status, "HEAD {ns} is an error, not an absence");
     }
     let health: Value = s.client.get(format!("{}/health", s.base)).send().await.unwrap().json().await.unwrap();
     let far = health["mounts"].as_array().unwrap().iter().find(|m| m["mount"] == "mount `far`").unwrap().clone();
@@ -337,6 +347,203 @@ fn the_conformance_suite_runs_over_a_rest_mount() {
     for case in ["description", "not found versus unavailable"] {
         assert!(report.contains(&format!("pass  {case} ")), "{case} passes:\n{report}");
     }
-    assert!(report.contains("skip  tables (the backend cannot write)"), "{report}");
+    assert!(report.contains("skip  tables (the backend forwards writes to its remote)"), "{report}");
     assert!(report.contains(" 0 failed"), "{report}");
+}
+
+/// A remote Rustberg and a read-write mount of it (`read_only = false`), reached with the
+/// remote's admin token.
+fn read_write_mount_of(remote: &Server, extra: &str) -> Server {
+    let token = remote.admin_token();
+    let mount = rest_mount("partner", &remote.base, Some("PARTNER_TOKEN"), &format!("read_only = false\n{extra}"));
+    Server::try_start_with_env(&mount, &[("PARTNER_TOKEN", &token)]).unwrap_or_else(|out| panic!("{out}"))
+}
+
+fn message(got: &(u16, Value)) -> &str {
+    got.1["error"]["message"].as_str().unwrap_or_default()
+}
+
+/// Every write the remote serves goes through a read-write mount, in the remote's own
+/// names; the remote does the compare-and-set, and what it refuses keeps its status and
+/// its Iceberg type, naming the mount.
+#[tokio::test]
+async fn a_rustberg_catalog_mounted_read_write() {
+    let remote = Server::start("");
+    let s = read_write_mount_of(&remote, "");
+
+    // Namespaces.
+    let created = s.post("/namespaces", json!({"namespace": ["partner", "sales"], "properties": {"team": "x"}})).await;
+    assert_eq!(created, (200, json!({"namespace": ["partner", "sales"], "properties": {"team": "x"}})));
+    assert_eq!(remote.get("/namespaces/sales").await.1["properties"]["team"], "x", "created at the remote");
+    let again = s.post("/namespaces", json!({"namespace": ["partner", "sales"]})).await;
+    assert_error(&again, 409, "AlreadyExistsException");
+    assert!(message(&again).contains("mount `partner`"), "{}", again.1);
+    let updated = s.post("/namespaces/partner%1Fsales/properties", json!({"updates": {"tier": "gold"}})).await;
+    assert_eq!(updated.1["updated"], json!(["tier"]), "{}", updated.1);
+    assert_eq!(remote.get("/namespaces/sales").await.1["properties"]["tier"], "gold");
+
+    // Tables: create, commit, a lost compare-and-set, rename, transactions, drop.
+    let orders = s.post("/namespaces/partner%1Fsales/tables", json!({"name": "orders", "schema": schema()})).await;
+    assert_eq!(orders.0, 200, "{}", orders.1);
+    let at_remote = remote.get("/namespaces/sales/tables/orders").await;
+    assert_eq!(at_remote.1["metadata-location"], orders.1["metadata-location"], "the remote wrote it");
+    let uuid = orders.1["metadata"]["table-uuid"].clone();
+    let set = |k: &str| {
+        json!({
+            "requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
+            "updates": [{"action": "set-properties", "updates": {k: "v"}}],
+        })
+    };
+    let committed = s.post("/namespaces/partner%1Fsales/tables/orders", set("k1")).await;
+    assert_eq!(committed.0, 200, "{}", committed.1);
+    assert_eq!(remote.get("/namespaces/sales/tables/orders").await.1["metadata"]["properties"]["k1"], "v");
+    let stale = json!({
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 42}],
+        "updates": [{"action": "set-properties", "updates": {"k2": "v"}}],
+    });
+    let lost = s.post("/namespaces/partner%1Fsales/tables/orders", stale).await;
+    assert_error(&lost, 409, "CommitFailedException");
+    assert!(message(&lost).contains("mount `partner`"), "{}", lost.1);
+    assert!(remote.get("/namespaces/sales/tables/orders").await.1["metadata"]["properties"].get("k2").is_none());
+    // An update the remote cannot apply: its 400, naming the mount.
+    let bad = json!({"requirements": [], "updates": [{"action": "set-default-spec", "spec-id": 99}]});
+    let refused = s.post("/namespaces/partner%1Fsales/tables/orders", bad).await;
+    assert_error(&refused, 400, "BadRequestException");
+    assert!(message(&refused).contains("mount `partner`"), "{}", refused.1);
+    assert_error(&s.get("/namespaces/partner%1Fsales/tables/nope").await, 404, "NoSuchTableException");
+
+    let renamed = s
+        .post(
+            "/tables/rename",
+            json!({"source": {"namespace": ["partner", "sales"], "name": "orders"},
+                   "destination": {"namespace": ["partner", "sales"], "name": "orders2"}}),
+        )
+        .await;
+    assert_eq!(renamed.0, 204, "{}", renamed.1);
+    assert_eq!(remote.head("/namespaces/sales/tables/orders2").await, 204);
+    assert_eq!(remote.head("/namespaces/sales/tables/orders").await, 404);
+
+    assert_eq!(s.post("/namespaces/partner%1Fsales/tables", json!({"name": "b", "schema": schema()})).await.0, 200);
+    let both = json!({"table-changes": [
+        {"identifier": {"namespace": ["partner", "sales"], "name": "orders2"}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"tx": "1"}}]},
+        {"identifier": {"namespace": ["partner", "sales"], "name": "b"}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"tx": "1"}}]},
+    ]});
+    let tx = s.post("/transactions/commit", both).await;
+    assert_eq!(tx.0, 204, "{}", tx.1);
+    for t in ["orders2", "b"] {
+        assert_eq!(remote.get(&format!("/namespaces/sales/tables/{t}")).await.1["metadata"]["properties"]["tx"], "1");
+    }
+
+    // Views, where the remote serves them.
+    let view = json!({
+        "name": "v", "schema": schema(),
+        "view-version": {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {},
+            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+            "default-namespace": ["sales"]},
+        "properties": {},
+    });
+    let created_view = s.post("/namespaces/partner%1Fsales/views", view).await;
+    assert_eq!(created_view.0, 200, "{}", created_view.1);
+    assert_eq!(remote.head("/namespaces/sales/views/v").await, 204);
+    assert_eq!(s.delete("/namespaces/partner%1Fsales/views/v").await.0, 204);
+    assert_eq!(remote.head("/namespaces/sales/views/v").await, 404);
+
+    // A namespace that still holds tables keeps the remote's refusal.
+    assert_error(&s.delete("/namespaces/partner%1Fsales").await, 409, "NamespaceNotEmptyException");
+    assert_eq!(s.delete("/namespaces/partner%1Fsales/tables/orders2?purgeRequested=true").await.0, 204);
+    assert_eq!(s.delete("/namespaces/partner%1Fsales/tables/b").await.0, 204);
+    assert_eq!(remote.head("/namespaces/sales/tables/b").await, 404);
+    assert_eq!(s.delete("/namespaces/partner%1Fsales").await.0, 204);
+    assert_eq!(remote.head("/namespaces/sales").await, 404);
+
+    // The mount promises its writes: /v1/config for it lists them.
+    let config: Value =
+        s.client.get(format!("{}/v1/config?warehouse=partner", s.base)).send().await.unwrap().json().await.unwrap();
+    let endpoints: Vec<&str> = config["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    for write in [
+        "POST /v1/{prefix}/namespaces",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "POST /v1/{prefix}/transactions/commit",
+        "POST /v1/{prefix}/namespaces/{namespace}/views",
+    ] {
+        assert!(endpoints.contains(&write), "{write} in {endpoints:?}");
+    }
+    assert!(!endpoints.iter().any(|e| e.ends_with("/plan")), "no planning over a remote's manifests");
+}
+
+/// The host's rules come first: a location in a warehouse this server governs is refused
+/// before anything reaches the remote, and a caller of another tenant finds nothing.
+#[tokio::test]
+async fn a_read_write_mount_keeps_the_hosts_rules() {
+    let remote = Server::start("");
+    assert_eq!(remote.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    let s = read_write_mount_of(&remote, "");
+    let root_config: Value = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json().await.unwrap();
+    assert!(root_config.is_object());
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["local"]})).await.0, 200);
+    let local_location = s.get("/namespaces/local").await.1["properties"]["location"].as_str().unwrap().to_string();
+    let inside = format!("{local_location}/stolen");
+    let refused = s
+        .post("/namespaces/partner%1Fsales/tables", json!({"name": "t", "schema": schema(), "location": inside}))
+        .await;
+    assert_error(&refused, 403, "ForbiddenException");
+    assert!(message(&refused).contains("root catalog") || message(&refused).contains("warehouse"), "{}", refused.1);
+    assert_eq!(remote.head("/namespaces/sales/tables/t").await, 404, "nothing reached the remote");
+    let moved = json!({"requirements": [], "updates": [{"action": "set-location", "location": inside}]});
+    assert_eq!(s.post("/namespaces/partner%1Fsales/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    assert_error(&s.post("/namespaces/partner%1Fsales/tables/t", moved).await, 403, "ForbiddenException");
+    let props = json!({"namespace": ["partner", "ns2"], "properties": {"location": local_location}});
+    assert_error(&s.post("/namespaces", props).await, 403, "ForbiddenException");
+    assert_eq!(remote.head("/namespaces/ns2").await, 404);
+
+    // Another tenant's writer does not see the mount (its owner is `default`).
+    let evil = Server::try_start_with_env(
+        &format!(
+            "{}{}",
+            support::acme_and_evil_writers(),
+            rest_mount("partner", &remote.base, Some("PARTNER_TOKEN"), "read_only = false\n")
+        ),
+        &[("PARTNER_TOKEN", &remote.admin_token())],
+    )
+    .unwrap_or_else(|out| panic!("{out}"));
+    let attacker = evil.login("evil", "evil-secret");
+    let drop = attacker.delete("/namespaces/partner%1Fsales/tables/t").await;
+    assert_eq!(drop.0, 404, "{}", drop.1);
+    let write = attacker.post("/namespaces/partner%1Fsales/tables", json!({"name": "x", "schema": schema()})).await;
+    assert_eq!(write.0, 404, "{}", write.1);
+    assert_eq!(remote.head("/namespaces/sales/tables/t").await, 204, "untouched");
+    assert_eq!(remote.head("/namespaces/sales/tables/x").await, 404);
+}
+
+/// What the remote answers is mapped once: a refusal of the mount's own credential is a
+/// 502 naming the mount, a remote that went away is a 503 (a commit's outcome unknown),
+/// and no remote answer reaches a client as 500.
+#[tokio::test]
+async fn remote_answers_to_writes_are_mapped_exactly() {
+    let reader_secret = "reader-secret";
+    let remote = Server::start(&format!(
+        "[auth.principals.reader]\ntenant = \"default\"\nrole = \"reader\"\nsecret_hash = \"{}\"\n",
+        support::hash_secret(reader_secret)
+    ));
+    assert_eq!(remote.post("/namespaces", json!({"namespace": ["sales"]})).await.0, 200);
+    assert_eq!(remote.post("/namespaces/sales/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let reader_token = support::token_for(&remote.base, "reader", reader_secret);
+    let mount = rest_mount("partner", &remote.base, Some("PARTNER_TOKEN"), "read_only = false\n");
+    let s = Server::try_start_with_env(&mount, &[("PARTNER_TOKEN", &reader_token)]).unwrap_or_else(|o| panic!("{o}"));
+    assert_eq!(s.get("/namespaces/partner%1Fsales/tables/t").await.0, 200, "the reader reads");
+    let denied = s.post("/namespaces/partner%1Fsales/tables", json!({"name": "u", "schema": schema()})).await;
+    assert_error(&denied, 502, "BadGatewayException");
+    assert!(message(&denied).contains("mount `partner`") && message(&denied).contains("credential"), "{}", denied.1);
+    assert_eq!(remote.head("/namespaces/sales/tables/u").await, 404);
+
+    // The remote gone: a commit's outcome is unknown, a read is unavailable; neither 500.
+    let s = read_write_mount_of(&remote, "request_timeout_ms = 2000\n");
+    let _dir = remote.stop();
+    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let unknown = s.post("/namespaces/partner%1Fsales/tables/t", set).await;
+    assert_error(&unknown, 503, "CommitStateUnknownException");
+    assert!(message(&unknown).contains("mount `partner`"), "{}", unknown.1);
+    assert_error(&s.get("/namespaces/partner%1Fsales/tables/t").await, 503, "ServiceUnavailableException");
 }

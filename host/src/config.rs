@@ -63,9 +63,11 @@ pub struct MountConfig {
     /// Addresses besides `catalog_url`'s that the tcp grant reaches, as `host:port`.
     #[serde(default)]
     pub tcp_origins: Vec<String>,
-    /// Refuse every write under the mount (501). Always true for `rest`.
+    /// Refuse every write under the mount (501). Unset: writable where the backend
+    /// writes, except a backend whose remote applies writes itself (`rest`, exporting
+    /// `forwarding`), which forwards them only when this says `false`.
     #[serde(default)]
-    pub read_only: bool,
+    pub read_only: Option<bool>,
     /// For `rest`: how long connecting to the remote may take, in milliseconds.
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,

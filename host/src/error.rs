@@ -55,6 +55,10 @@ pub enum Error {
     Unavailable(String),
     #[error("{0}")]
     Internal(String),
+    /// A remote catalog's refusal of a forwarded write (a 4xx), with its status and its
+    /// Iceberg error type as the remote gave them; the message names the mount.
+    #[error("{message}")]
+    Remote { status: StatusCode, kind: String, message: String },
 }
 
 /// Which kind of catalog member a name belongs to, in the words of an error.
@@ -109,7 +113,7 @@ impl Error {
 
 impl Error {
     /// The HTTP status and the Iceberg exception type name.
-    fn status_and_type(&self) -> (StatusCode, &'static str) {
+    fn status_and_type(&self) -> (StatusCode, &str) {
         match self {
             Error::BadRequest(_) => (StatusCode::BAD_REQUEST, "BadRequestException"),
             Error::IllegalArgument(_) => (StatusCode::BAD_REQUEST, "IllegalArgumentException"),
@@ -132,6 +136,7 @@ impl Error {
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailableException"),
             Error::BadGateway(_) => (StatusCode::BAD_GATEWAY, "BadGatewayException"),
             Error::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError"),
+            Error::Remote { status, kind, .. } => (*status, kind),
         }
     }
 
@@ -154,6 +159,7 @@ impl Error {
             K::Unsupported => Error::Unsupported(message),
             K::Unavailable => Error::Unavailable(message),
             K::BadRequest => Error::BadRequest(message),
+            K::BadGateway => Error::BadGateway(message),
             K::Internal | K::Trapped | K::TimedOut | K::OutOfMemory => Error::Internal(message),
         }
     }
@@ -170,6 +176,7 @@ pub fn change_failed(e: BackendError, absent: impl FnOnce(String) -> Error) -> E
         }
         K::TimedOut => StatusCode::GATEWAY_TIMEOUT,
         K::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        K::BadGateway => StatusCode::BAD_GATEWAY,
         K::Internal | K::Trapped | K::OutOfMemory => StatusCode::INTERNAL_SERVER_ERROR,
     };
     Error::CommitStateUnknown(

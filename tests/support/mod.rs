@@ -3,6 +3,7 @@
 
 pub mod hive;
 pub mod moto;
+pub mod peers;
 pub mod python;
 pub mod spark;
 

@@ -137,6 +137,12 @@ impl Endpoint {
             && !(places_tables && matches!(self, Endpoint::RegisterTable | Endpoint::UnregisterTable))
     }
 
+    /// Whether a 5xx answer to it means the change may or may not have applied (the
+    /// spec's commit-state-unknown): the compare-and-set of one table, several, a view.
+    pub fn commits(self) -> bool {
+        matches!(self, Endpoint::UpdateTable | Endpoint::CommitTransaction | Endpoint::ReplaceView)
+    }
+
     /// Its route in this server's router: under the prefix the server advertises, with
     /// each path parameter a name axum takes (`{plan-id}` as `{plan_id}`).
     pub fn route(self) -> String {

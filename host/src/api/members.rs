@@ -4,6 +4,7 @@
 
 use axum::http::StatusCode;
 
+use super::forwarded;
 use super::listing_bodies::ListTablesResponse;
 use super::model::{ListQuery, RenameTableRequest};
 use super::{parse_namespace, AppState, Endpoint};
@@ -212,6 +213,7 @@ pub async fn rename(
     state: &AppState,
     caller: Caller,
     endpoint: Endpoint,
+    headers: &axum::http::HeaderMap,
     req: RenameTableRequest,
     kind: Kind,
 ) -> Result<StatusCode, Error> {
@@ -239,6 +241,14 @@ pub async fn rename(
     let local_source = Ident { namespace: from_local.to_vec(), name: source.name.clone() };
     let local_destination = Ident { namespace: to_local.to_vec(), name: destination.name.clone() };
     let renamed = async {
+        if mount.backend.forwards() {
+            let body = serde_json::json!({
+                "source": { "namespace": from_local, "name": source.name },
+                "destination": { "namespace": to_local, "name": destination.name },
+            });
+            let write = forwarded::Request::new(endpoint, forwarded::body(&body));
+            return forwarded::send(mount, headers, write).await.map(|_| ());
+        }
         match kind {
             Kind::Table => tables::rename(mount, &local_source, &local_destination).await,
             Kind::View => tables::views::rename(mount, &local_source, &local_destination).await,

@@ -9,6 +9,7 @@ mod credentials;
 mod detach;
 mod endpoints;
 mod etag;
+mod forwarded;
 mod health;
 pub mod idempotency;
 mod listing_bodies;
@@ -142,6 +143,22 @@ pub fn router(state: Arc<AppState>) -> Router {
     let app = Router::new().merge(authenticated).merge(open).fallback(pipeline::unrouted).with_state(state.clone());
     // Around the routes, not inside them: a mount's prefix is rewritten before routing.
     Router::new().fallback_service(app).layer(axum::middleware::from_fn_with_state(state, mount_prefix::scope))
+}
+
+/// A JSON body as it came, beside what it parses to: a write to a mount whose remote
+/// applies it (`forwarded`) is sent on as the client wrote it.
+pub struct JsonBody<T>(pub T, pub bytes::Bytes);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = bytes::Bytes::from_request(req, state).await.map_err(|e| Error::BadRequest(e.body_text()))?;
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => Ok(JsonBody(value, bytes)),
+            Err(e) => Err(Error::BadRequest(format!("invalid request body: {e}"))),
+        }
+    }
 }
 
 /// A JSON body whose rejection is a `BadRequestException` in the error model.

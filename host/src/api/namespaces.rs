@@ -2,24 +2,26 @@
 //! `crate::namespaces`.
 
 use axum::extract::{Path, State as AxState};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
+use super::forwarded::{self, Request};
 use super::listing_bodies::ListNamespacesResponse;
 use super::members::no_such_namespace;
 use super::model::{
     CreateNamespaceRequest, ListQuery, NamespaceResponse, UpdatePropertiesRequest, UpdatePropertiesResponse,
 };
-use super::{parse_namespace, Endpoint, Json, Query, State};
+use super::{parse_namespace, Endpoint, JsonBody, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Access, Resource};
+use crate::authz::{Access, Effect, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::namespaces::{self, Routed};
 use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::Listing;
+use crate::recovery;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
@@ -173,8 +175,9 @@ pub async fn list(
 pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Json(req): Json<CreateNamespaceRequest>,
-) -> Result<impl IntoResponse, Error> {
+    headers: HeaderMap,
+    JsonBody(req, raw): JsonBody<CreateNamespaceRequest>,
+) -> Result<Response, Error> {
     let ns = req.namespace;
     if ns.is_empty() || ns.iter().any(String::is_empty) {
         return Err(Error::BadRequest("the namespace must have at least one level, none empty".into()));
@@ -192,10 +195,20 @@ pub async fn create(
         )?;
     }
     let (mount, local) = state.mounts.route(&ns);
+    if mount.backend.forwards() && !local.is_empty() {
+        if let Some(location) = req.properties.get("location") {
+            forwarded::check_location(&state.mounts, mount, location, "the namespace location")?;
+        }
+        let mut body = forwarded::parse(&raw)?;
+        body["namespace"] = serde_json::json!(local);
+        let write = Request::new(Endpoint::CreateNamespace, forwarded::body(&body));
+        let answer = forwarded::send(mount, &headers, write).await?;
+        return Ok(forwarded::json(forwarded::restore_namespace(mount, &answer)?));
+    }
     let at = Routed { mount, local, ns: &ns };
     let properties = req.properties.into_iter().collect();
     let stored = namespaces::create(&state.authz, &state.mounts, at, properties, tenant).await?;
-    Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }))
+    Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }).into_response())
 }
 
 pub async fn load(
@@ -207,17 +220,26 @@ pub async fn load(
     let access = state.authz.access(caller.0).await?;
     access.require(&Resource::Namespace(ns.clone()), Endpoint::LoadNamespace.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
-    let properties = namespaces::load(Routed { mount, local, ns: &ns }).await?;
+    let properties = namespaces::load_located(Routed { mount, local, ns: &ns }).await?;
     Ok(axum::Json(NamespaceResponse { properties: properties.into_iter().collect(), namespace: ns }))
 }
 
-pub async fn exists(state: State, caller: Extension<Caller>, path: Path<String>) -> Result<StatusCode, Error> {
-    load(state, caller, path).await.map(|_| StatusCode::NO_CONTENT)
+pub async fn exists(
+    AxState(state): State,
+    Extension(caller): Extension<Caller>,
+    Path(raw): Path<String>,
+) -> Result<StatusCode, Error> {
+    let ns = parse_namespace(&raw)?;
+    let access = state.authz.access(caller.0).await?;
+    access.require(&Resource::Namespace(ns.clone()), Endpoint::NamespaceExists.privilege(), no_such_namespace(&ns))?;
+    let (mount, local) = state.mounts.route(&ns);
+    namespaces::load(Routed { mount, local, ns: &ns }).await.map(|_| StatusCode::NO_CONTENT)
 }
 
 pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Path(raw): Path<String>,
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
@@ -228,6 +250,12 @@ pub async fn drop(
         no_such_namespace(&ns),
     )?;
     let (mount, local) = state.mounts.route(&ns);
+    if mount.backend.forwards() && !local.is_empty() {
+        let write = Request::new(Endpoint::DropNamespace, Default::default()).in_namespace(local);
+        let dropped = async { forwarded::send(mount, &headers, write).await.map(|_| ()) };
+        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
     namespaces::drop(&state.authz, &state.mounts, Routed { mount, local, ns: &ns }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -235,9 +263,10 @@ pub async fn drop(
 pub async fn update_properties(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Path(raw): Path<String>,
-    Json(req): Json<UpdatePropertiesRequest>,
-) -> Result<impl IntoResponse, Error> {
+    JsonBody(req, raw_body): JsonBody<UpdatePropertiesRequest>,
+) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
     if let Some(key) = req.removals.iter().find(|k| req.updates.contains_key(*k)) {
         return Err(Error::Unprocessable(format!("property {key:?} is both removed and updated")));
@@ -248,11 +277,19 @@ pub async fn update_properties(
         no_such_namespace(&ns),
     )?;
     let (mount, local) = state.mounts.route(&ns);
+    if mount.backend.forwards() && !local.is_empty() {
+        if let Some(location) = req.updates.get("location") {
+            forwarded::check_location(&state.mounts, mount, location, "the namespace location")?;
+        }
+        let write = Request::new(Endpoint::UpdateNamespaceProperties, raw_body).in_namespace(local);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+    }
     let at = Routed { mount, local, ns: &ns };
     let result = namespaces::update_properties(at, req.removals, req.updates).await?;
     Ok(axum::Json(UpdatePropertiesResponse {
         updated: result.updated,
         removed: result.removed,
         missing: result.missing,
-    }))
+    })
+    .into_response())
 }

@@ -7,18 +7,20 @@ use std::collections::BTreeMap;
 use axum::extract::{FromRequestParts, Path, State as AxState};
 use axum::http::header::{CACHE_CONTROL, HOST};
 use axum::http::request::Parts;
-use axum::http::HeaderValue;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
 
+use super::forwarded::{self, Request};
 use super::members::{self, Kind, Resolved};
-use super::{credentials, AppState, Endpoint, Json, State};
+use super::{credentials, AppState, Endpoint, JsonBody, State};
 use crate::audit::Sign;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::storage::location::Location;
 use crate::storage::signing::S3Request;
+use crate::storage::vending::DataAccess;
 use crate::tables;
 
 /// The spec's `remote-signing-config`: nothing a client must pass back; the endpoint is
@@ -93,8 +95,11 @@ pub fn confined(
     namespace: &[String],
     name: &str,
 ) -> Option<Vec<(String, String)>> {
-    let signs = |k: &str| k == "s3.remote-signing-enabled" || k == "s3.signer" || SIGNER_KEYS.contains(&k);
-    if !config.iter().any(|(k, _)| signs(k)) {
+    let signs = |(k, v): &(String, String)| match k.as_str() {
+        "s3.remote-signing-enabled" => v == "true",
+        k => k == "s3.signer" || SIGNER_KEYS.contains(&k),
+    };
+    if !config.iter().any(signs) {
         return None;
     }
     let base = base();
@@ -126,16 +131,13 @@ pub async fn sign(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Json(req): Json<RemoteSignRequest>,
+    JsonBody(req, raw_body): JsonBody<RemoteSignRequest>,
 ) -> Result<Response, Error> {
     if req.provider.as_deref().is_some_and(|p| !p.eq_ignore_ascii_case("s3")) {
         return Err(Error::BadRequest(format!("remote signing serves the provider s3, not {:?}", req.provider)));
     }
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::SignRequest, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
-    mount.require_endpoint(Endpoint::SignRequest, Some("the host signs only for the warehouses it manages"))?;
-    let loaded = tables::servable(mount, tables::load(mount, ident, None).await?).await?;
-    let location: Location = tables::location(mount, &loaded.held)?;
     let resource = resolved.resource(Kind::Table);
     let held = access.held(&resource);
     let refused = |reason: String| {
@@ -145,18 +147,39 @@ pub async fn sign(
         tracing::warn!(table = %resource, method = %req.method, uri = %req.uri, %reason, "request not signed");
         Error::Forbidden(format!("{}: not signed: {reason}", mount.label()))
     };
-    let signer = state.vendor.signer(&location).map_err(|e| refused(e.to_string()))?;
     let data_access = credentials::access_of(held.as_ref(), mount);
+    let signed = |uri: String| {
+        access.audit_sign(&resource, held, Sign::Signed { method: req.method.clone(), uri });
+        crate::telemetry::remote_sign("signed");
+        // A client may reuse a read's signature for a while; a write's, never.
+        match req.method.as_str() {
+            "GET" | "HEAD" => "private",
+            _ => "no-cache",
+        }
+    };
+    if mount.backend.forwards() {
+        // The remote's storage: its own signer signs, asked by the mount. What the caller
+        // may do is decided here: a reader has a read signed, never a write.
+        if data_access == DataAccess::Read && !matches!(req.method.as_str(), "GET" | "HEAD") {
+            return Err(refused(format!("{} needs write access to the table", req.method)));
+        }
+        let write = Request::new(Endpoint::SignRequest, raw_body).in_namespace(&ident.namespace).named(&ident.name);
+        let answer = forwarded::send(mount, &HeaderMap::new(), write).await?;
+        let cache = signed(req.uri.clone());
+        return Ok(([(CACHE_CONTROL, cache)], forwarded::json(answer)).into_response());
+    }
+    mount.require_endpoint(Endpoint::SignRequest, Some("the host signs only for the warehouses it manages"))?;
+    let loaded = tables::servable(mount, tables::load(mount, ident, None).await?).await?;
+    let location: Location = tables::location(mount, &loaded.held)?;
+    let signer = state.vendor.signer(&location).map_err(|e| refused(e.to_string()))?;
     let request = S3Request { method: &req.method, uri: &req.uri, headers: &req.headers, body: req.body.as_deref() };
+    let signed_by_us = signed;
     let signed = match signer.sign(&location, data_access, &request).await {
         Ok(signed) => signed,
         Err(refusal) if refusal.is_forbidden() => return Err(refused(refusal.to_string())),
         Err(failure) => return Err(Error::Internal(format!("{}: {failure}", mount.label()))),
     };
-    access.audit_sign(&resource, held, Sign::Signed { method: req.method.clone(), uri: req.uri.clone() });
-    crate::telemetry::remote_sign("signed");
-    // A client may reuse a read's signature for a while; a write's, never.
-    let cache = if matches!(req.method.as_str(), "GET" | "HEAD") { "private" } else { "no-cache" };
     let body = serde_json::json!({ "uri": signed.uri, "headers": signed.headers });
+    let cache = signed_by_us(req.uri.clone());
     Ok(([(CACHE_CONTROL, cache)], axum::Json(body)).into_response())
 }

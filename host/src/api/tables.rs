@@ -1,12 +1,13 @@
 //! Table routes.
 
 use axum::extract::{Path, State as AxState};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
 use super::credentials::{self, Delegated, Delegation};
 use super::etag::{self, Digest128, IfNoneMatch, Representation, Tag};
+use super::forwarded::{self, Request};
 use super::idempotency::{Revend, Secrets};
 use super::members::{self, Kind, Resolved};
 use super::model::{
@@ -14,7 +15,7 @@ use super::model::{
     RegisterTableRequest, RenameTableRequest, Snapshots, TableResult,
 };
 use super::signing::{self, SignerBase};
-use super::{parse_namespace, AppState, Endpoint, Json, Query, State};
+use super::{parse_namespace, AppState, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Effect, Resource};
 use crate::error::Error;
@@ -38,13 +39,21 @@ pub async fn create(
     Path(raw): Path<String>,
     Delegation(delegation): Delegation,
     signer: SignerBase,
-    Json(req): Json<CreateTableRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<CreateTableRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
     let (mount, local, access) = members::resolve_namespace(&state, caller, &ns).await?;
+    if mount.backend.forwards() {
+        if let Some(location) = &req.location {
+            forwarded::check_location(&state.mounts, mount, location, "the table location")?;
+        }
+        let write = Request::new(Endpoint::CreateTable, raw_body).in_namespace(&local);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+    }
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
     if stage && mount.backend.places_tables() {
@@ -169,7 +178,13 @@ pub async fn load(
     let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());
     let asked = if delegating { delegation.clone() } else { None };
     let signer_url = if delegating { signer.url() } else { String::new() };
-    let pointer = tables::load(mount, ident, delegation).await?;
+    let pointer = match tables::load(mount, ident, delegation).await {
+        Ok(pointer) => pointer,
+        Err(e) => {
+            let read = Request::new(Endpoint::LoadTable, Default::default()).in_namespace(&ident.namespace);
+            return Err(forwarded::exact(mount, read.named(&ident.name), e).await);
+        }
+    };
     let confined = match mount.served_files() {
         None => signing::confined(&pointer.config, || signer.url(), &resolved.namespace(), &ident.name),
         Some(_) => None,
@@ -260,7 +275,8 @@ pub async fn commit(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Json(req): Json<CommitTableRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<CommitTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
     if req.identifier.as_ref().is_some_and(|id| id.name != name || id.namespace != ns) {
@@ -268,6 +284,13 @@ pub async fn commit(
     }
     let Resolved { mount, ident, .. } =
         members::resolve_parsed(&state, caller, ns, name, Endpoint::UpdateTable, Kind::Table).await?;
+    if mount.backend.forwards() {
+        check_new_locations(&state, mount, &req.updates)?;
+        let mut body = forwarded::parse(&raw_body)?;
+        forwarded::strip_identifiers(mount, &mut body, &["/identifier"])?;
+        let write = Request::new(Endpoint::UpdateTable, forwarded::body(&body)).in_namespace(&ident.namespace);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write.named(&ident.name)).await?));
+    }
     let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
     let tag = committed_tag(&committed.metadata_location);
     let response = TableResult {
@@ -285,22 +308,56 @@ pub async fn drop(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<DropTableQuery>,
+    headers: HeaderMap,
 ) -> Result<StatusCode, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropTable, Kind::Table).await?;
     let resource = resolved.resource(Kind::Table);
-    let dropped = tables::drop_table(resolved.mount, &resolved.ident, q.purge());
+    let (mount, ident) = (resolved.mount, &resolved.ident);
+    if mount.backend.forwards() {
+        // The remote purges its own files, if asked to.
+        let mut write = Request::new(Endpoint::DropTable, Default::default()).in_namespace(&ident.namespace);
+        write.query = vec![("purgeRequested".into(), q.purge().to_string())];
+        let dropped = async { forwarded::send(mount, &headers, write.named(&ident.name)).await.map(|_| ()) };
+        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    let dropped = tables::drop_table(mount, ident, q.purge());
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Refuses a commit that moves a table of a forwarding mount somewhere the mount may
+/// not place it (`set-location`).
+fn check_new_locations(
+    state: &AppState,
+    mount: &crate::mounts::Mount,
+    updates: &[iceberg::TableUpdate],
+) -> Result<(), Error> {
+    for update in updates {
+        if let iceberg::TableUpdate::SetLocation { location } = update {
+            forwarded::check_location(&state.mounts, mount, location, "the table location")?;
+        }
+    }
+    Ok(())
 }
 
 pub async fn unregister(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::UnregisterTable, Kind::Table).await?;
     let mount = resolved.mount;
     mount.require_endpoint(Endpoint::UnregisterTable, Some("its store deletes a table's files with the table"))?;
+    if mount.backend.forwards() {
+        let ident = &resolved.ident;
+        let write = Request::new(Endpoint::UnregisterTable, Default::default()).in_namespace(&ident.namespace);
+        let unregistered = async { forwarded::send(mount, &headers, write.named(&ident.name)).await };
+        let effect = Effect::Forget { resource: resolved.resource(Kind::Table) };
+        let answer = recovery::with_intent(&state.authz, &state.mounts, effect, unregistered).await?;
+        return Ok(forwarded::json(answer));
+    }
     let unregistered = tables::unregister(mount, &resolved.ident);
     // Nothing registered later under this name may inherit its grants.
     let effect = Effect::Forget { resource: resolved.resource(Kind::Table) };
@@ -319,10 +376,16 @@ pub async fn register(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
-    Json(req): Json<RegisterTableRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<RegisterTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    if mount.backend.forwards() {
+        forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
+        let write = Request::new(Endpoint::RegisterTable, raw_body).in_namespace(&local);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+    }
     let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
     let tag = committed_tag(&committed.metadata_location);
@@ -339,9 +402,10 @@ pub async fn register(
 pub async fn rename(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    members::rename(&state, caller, Endpoint::RenameTable, req, Kind::Table).await
+    members::rename(&state, caller, Endpoint::RenameTable, &headers, req, Kind::Table).await
 }
 
 /// reportMetrics: accepted and logged.
@@ -370,7 +434,8 @@ pub async fn report_metrics(
 pub async fn commit_transaction(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
-    Json(req): Json<CommitTransactionRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<CommitTransactionRequest>,
 ) -> Result<StatusCode, Error> {
     if req.table_changes.is_empty() {
         return Err(Error::BadRequest("a transaction needs at least one table change".into()));
@@ -379,7 +444,8 @@ pub async fn commit_transaction(
     let mut mount: Option<&crate::mounts::Mount> = None;
     let mut changes = Vec::with_capacity(req.table_changes.len());
     let mut seen = std::collections::HashSet::new();
-    for change in req.table_changes {
+    let mut pointers = Vec::with_capacity(req.table_changes.len());
+    for (i, change) in req.table_changes.into_iter().enumerate() {
         let id = change
             .identifier
             .ok_or_else(|| Error::BadRequest("every table change in a transaction needs its identifier".into()))?;
@@ -402,9 +468,20 @@ pub async fn commit_transaction(
             )));
         }
         mount = Some(this);
+        pointers.push(format!("/table-changes/{i}/identifier"));
         changes.push(TableChange { ident, requirements: change.requirements, updates: change.updates });
     }
     let mount = mount.expect("at least one change");
+    if mount.backend.forwards() {
+        for change in &changes {
+            check_new_locations(&state, mount, &change.updates)?;
+        }
+        let mut body = forwarded::parse(&raw_body)?;
+        let pointers: Vec<&str> = pointers.iter().map(String::as_str).collect();
+        forwarded::strip_identifiers(mount, &mut body, &pointers)?;
+        forwarded::send(mount, &headers, Request::new(Endpoint::CommitTransaction, forwarded::body(&body))).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
     tables::commit_transaction(mount, &changes).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, State as AxState};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use bytes::Bytes;
@@ -12,9 +12,10 @@ use iceberg::ViewUpdate;
 use serde::Deserialize;
 
 use super::etag::{self, IfNoneMatch, Representation, Tag};
+use super::forwarded::{self, Request};
 use super::members::{self, Kind, Resolved};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
-use super::{parse_namespace, Endpoint, Json, Query, State};
+use super::{parse_namespace, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::Effect;
 use crate::error::Error;
@@ -75,13 +76,21 @@ pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
-    Json(req): Json<CreateViewRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<CreateViewRequest>,
 ) -> Result<Response, Error> {
     if req.name.is_empty() {
         return Err(Error::BadRequest("the view name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    if mount.backend.forwards() {
+        if let Some(location) = &req.location {
+            forwarded::check_location(&state.mounts, mount, location, "the view location")?;
+        }
+        let write = Request::new(Endpoint::CreateView, raw_body).in_namespace(&local);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+    }
     let ident = Ident { namespace: local, name: req.name };
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
@@ -119,10 +128,22 @@ pub async fn replace(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Json(req): Json<CommitViewRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<CommitViewRequest>,
 ) -> Result<Response, Error> {
     let Resolved { mount, ident, .. } =
         members::resolve(&state, caller, &raw, name, Endpoint::ReplaceView, Kind::View).await?;
+    if mount.backend.forwards() {
+        for update in &req.updates {
+            if let ViewUpdate::SetLocation { location } = update {
+                forwarded::check_location(&state.mounts, mount, location, "the view location")?;
+            }
+        }
+        let mut body = forwarded::parse(&raw_body)?;
+        forwarded::strip_identifiers(mount, &mut body, &["/identifier"])?;
+        let write = Request::new(Endpoint::ReplaceView, forwarded::body(&body)).in_namespace(&ident.namespace);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write.named(&ident.name)).await?));
+    }
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
@@ -131,10 +152,18 @@ pub async fn drop(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> Result<StatusCode, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropView, Kind::View).await?;
     let resource = resolved.resource(Kind::View);
-    let dropped = views::drop_view(resolved.mount, &resolved.ident);
+    let (mount, ident) = (resolved.mount, &resolved.ident);
+    if mount.backend.forwards() {
+        let write = Request::new(Endpoint::DropView, Default::default()).in_namespace(&ident.namespace);
+        let dropped = async { forwarded::send(mount, &headers, write.named(&ident.name)).await.map(|_| ()) };
+        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    let dropped = views::drop_view(mount, ident);
     recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -143,10 +172,16 @@ pub async fn register(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
-    Json(req): Json<RegisterViewRequest>,
+    headers: HeaderMap,
+    JsonBody(req, raw_body): JsonBody<RegisterViewRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    if mount.backend.forwards() {
+        forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
+        let write = Request::new(Endpoint::RegisterView, raw_body).in_namespace(&local);
+        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+    }
     let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
@@ -154,7 +189,8 @@ pub async fn register(
 pub async fn rename(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Json(req): Json<RenameTableRequest>,
 ) -> Result<StatusCode, Error> {
-    members::rename(&state, caller, Endpoint::RenameView, req, Kind::View).await
+    members::rename(&state, caller, Endpoint::RenameView, &headers, req, Kind::View).await
 }

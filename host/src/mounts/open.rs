@@ -197,8 +197,10 @@ async fn open_one(
              (one that exports `placement`, such as s3tables); this one does not"
         );
     }
-    // The backend says whether it can write; configuration can only take that away.
-    let read_only = mount.read_only || !backend.does(Features::WRITES);
+    // The backend says whether it can write; configuration can only take that away. A
+    // write landing in a catalog somebody else runs is a different promise from one
+    // landing in ours: it is forwarded only where the mount asks for it.
+    let read_only = mount.read_only.unwrap_or(backend.forwards()) || !backend.does(Features::WRITES);
     Ok(Mount {
         name: Some(name.to_string()),
         space: format!("mount:{name}"),

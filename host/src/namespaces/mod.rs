@@ -10,7 +10,7 @@ mod properties;
 
 pub use create::create;
 pub use drop::drop;
-pub use properties::{load, update_properties};
+pub use properties::{load, load_located, update_properties};
 
 use crate::error::Error;
 use crate::mounts::Mount;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::{absent, Routed};
 use crate::error::Error;
 use crate::plugins::bindings::PropertiesUpdate;
-use crate::tables::locations::LOCATION_PROPERTY;
+use crate::tables::locations::{self, LOCATION_PROPERTY};
 
 /// The properties of the namespace `at`.
 pub async fn load(at: Routed<'_>) -> Result<Vec<(String, String)>, Error> {
@@ -16,6 +16,26 @@ pub async fn load(at: Routed<'_>) -> Result<Vec<(String, String)>, Error> {
         return Ok(Vec::new());
     }
     at.mount.backend.load_namespace(at.local.to_vec()).await.map_err(|e| Error::from_backend(e, absent(at.ns)))
+}
+
+/// The properties of the namespace `at`, with its `location` where it records none:
+/// the one derived from its parent's, where its tables go (Trino 476 stages a create
+/// only in a namespace whose answer names a location). A namespace of a mount without a
+/// warehouse here (a remote catalog's) answers as its backend does, and so does one
+/// whose location cannot be derived (a backend that holds it without its parent, or a
+/// parent whose recorded location is refused): it has none to say.
+pub async fn load_located(at: Routed<'_>) -> Result<Vec<(String, String)>, Error> {
+    let mut properties = load(at).await?;
+    let Some((name, parent)) = at.local.split_last() else { return Ok(properties) };
+    let derivable = at.mount.warehouse.as_ref().is_some_and(|w| w.root().location().is_some());
+    if derivable && !properties.iter().any(|(k, _)| k == LOCATION_PROPERTY) {
+        match locations::chain(at.mount, parent).await {
+            Ok(parent) => properties.push((LOCATION_PROPERTY.to_string(), parent.own().child(name).to_string())),
+            Err(Error::NoSuchNamespace(_) | Error::BadRequest(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(properties)
 }
 
 /// Removes and sets properties of the namespace `at`; what changed.

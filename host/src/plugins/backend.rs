@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::bindings::optional::{Answer, Forwarded};
 use super::bindings::{
     in_series, v0_1, Description, Features, Ident, Pointer, PropertiesUpdate, Series, TableCommit, WitError,
 };
@@ -62,8 +63,12 @@ impl Weigh for Vec<u8> {
 /// Durations of backend calls, by export name.
 pub type CallTimings = std::sync::Mutex<std::collections::BTreeMap<&'static str, Vec<std::time::Duration>>>;
 
-fn from_wit(label: &str, e: WitError) -> BackendError {
+/// A backend's error in the host's terms. A forwarding backend's `internal` says its
+/// remote answered something unusable (or refused the mount's own credential): the
+/// remote's fault as seen from here, a bad gateway, not this server's.
+fn from_wit(label: &str, forwards: bool, e: WitError) -> BackendError {
     let (kind, message) = match e {
+        WitError::Internal(m) if forwards => (BackendErrorKind::BadGateway, m),
         WitError::NotFound(m) => (BackendErrorKind::NotFound, m),
         WitError::AlreadyExists(m) => (BackendErrorKind::AlreadyExists, m),
         WitError::Conflict(m) => (BackendErrorKind::Conflict, m),
@@ -117,7 +122,7 @@ impl Backend {
                 })
             })
             .await?;
-        let description = description.map_err(|e| from_wit(pool.label(), e))?;
+        let description = description.map_err(|e| from_wit(pool.label(), pool.forwards(), e))?;
         pool.grants().config.write().expect("mount config").extend(description.remember.iter().cloned());
         let space = pool.grants().kv.as_ref().filter(|_| description.features.contains(Features::ANSWERS_FROM_KEYS));
         let memo = space.and_then(|space| {
@@ -208,7 +213,8 @@ impl Backend {
         F: for<'a> FnOnce(&'a mut wasmtime::Store<HostState>, &'a Exports) -> CallFuture<'a, Result<R, WitError>>,
     {
         let started = std::time::Instant::now();
-        let result = self.pool.call(call).await.and_then(|r| r.map_err(|e| from_wit(self.pool.label(), e)));
+        let forwards = self.pool.forwards();
+        let result = self.pool.call(call).await.and_then(|r| r.map_err(|e| from_wit(self.pool.label(), forwards, e)));
         self.record(&result);
         let took = started.elapsed();
         let outcome = result.as_ref().map_or_else(|e| e.kind.as_label(), |_| "ok");
@@ -217,6 +223,26 @@ impl Backend {
             timings.lock().expect("timings").entry(name).or_default().push(took);
         }
         result
+    }
+
+    /// Whether the backend's remote applies writes itself (it exports `forwarding`):
+    /// the host forwards a write ([`Backend::forward`]) instead of writing files and
+    /// swapping the pointer.
+    pub fn forwards(&self) -> bool {
+        self.pool.forwards()
+    }
+
+    /// Sends one write to the remote; its answer, whatever its status.
+    pub async fn forward(&self, request: Forwarded) -> Result<Answer, BackendError> {
+        self.invoke("forward", move |store, exports| {
+            Box::pin(async move {
+                match &exports.forwarding {
+                    Some(forwarding) => forwarding.call_forward(store, &request).await,
+                    None => Ok(Err(WitError::Unsupported("the backend forwards no writes".into()))),
+                }
+            })
+        })
+        .await
     }
 
     /// Whether the backend's store assigns table locations (it exports `placement`).

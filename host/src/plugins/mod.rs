@@ -59,6 +59,9 @@ pub enum BackendErrorKind {
     TimedOut,
     /// The component tried to grow past its memory cap.
     OutOfMemory,
+    /// The remote a forwarding backend proxies answered something unusable, or refused
+    /// the mount's own credential.
+    BadGateway,
 }
 
 impl BackendErrorKind {
@@ -75,6 +78,7 @@ impl BackendErrorKind {
             BackendErrorKind::Trapped => "trapped",
             BackendErrorKind::TimedOut => "timed_out",
             BackendErrorKind::OutOfMemory => "out_of_memory",
+            BackendErrorKind::BadGateway => "bad_gateway",
         }
     }
 
@@ -83,6 +87,12 @@ impl BackendErrorKind {
     /// the change may have applied, and what the host wrote for it must stay.
     pub fn did_not_apply(self) -> bool {
         matches!(self, BackendErrorKind::NotFound | BackendErrorKind::AlreadyExists | BackendErrorKind::Conflict)
+    }
+
+    /// Whether the backend refused the call before doing anything: it said what was
+    /// wrong with it.
+    pub fn refused(self) -> bool {
+        self.did_not_apply() || matches!(self, BackendErrorKind::BadRequest | BackendErrorKind::Unsupported)
     }
 }
 

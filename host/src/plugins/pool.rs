@@ -14,7 +14,7 @@ use std::time::Instant;
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::bindings::{
-    map_series, v0_1, Backend, BackendIndices, BackendPre, KeyListings, KeyListingsIndices, Placement,
+    map_series, optional, v0_1, Backend, BackendIndices, BackendPre, KeyListings, KeyListingsIndices, Placement,
     PlacementIndices, Series,
 };
 use super::guest_output::own_words;
@@ -36,6 +36,8 @@ pub struct Exports {
     pub backend: Backend,
     pub placement: Option<Placement>,
     pub key_listings: Option<KeyListings>,
+    /// Only in the current series (since 0.2.2).
+    pub forwarding: Option<optional::Forwarding>,
 }
 
 /// The boxed future of one export call, borrowing the instance.
@@ -49,6 +51,8 @@ pub struct InstancePool {
     placement: Option<PlacementIndices>,
     /// Where the component exports `key-listings`, found once.
     key_listings: Option<KeyListingsIndices>,
+    /// Where the component exports `forwarding`, found once.
+    forwarding: Option<optional::ForwardingIndices>,
     grants: Arc<Grants>,
     limits: PluginLimits,
     idle: Mutex<Vec<Instance>>,
@@ -79,28 +83,47 @@ impl InstancePool {
         component: LoadedComponent,
     ) -> wasmtime::Result<Self> {
         let running = tokio::sync::Semaphore::new(limits.pool_size);
-        let (backend, placement, key_listings) = match &pre {
+        let (backend, placement, key_listings, forwarding) = match &pre {
             Series::V0_1(pre) => (
                 Series::V0_1(v0_1::CatalogHostIndices::new(pre.instance_pre())?),
                 // Absent from components built before 0.1.2, and from most after.
                 v0_1::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
                 // Absent from components built before 0.1.3, and from every one without keys.
                 v0_1::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
+                None,
             ),
             Series::V0_2(pre) => (
                 Series::V0_2(super::bindings::CatalogHostIndices::new(pre.instance_pre())?),
                 super::bindings::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
                 super::bindings::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
+                optional::ForwardingIndices::new(pre.instance_pre()).ok(),
             ),
         };
         let idle = Mutex::new(Vec::new());
         let peak_memory = Default::default();
-        Ok(Self { pre, backend, placement, key_listings, grants, limits, idle, running, peak_memory, component })
+        Ok(Self {
+            pre,
+            backend,
+            placement,
+            key_listings,
+            forwarding,
+            grants,
+            limits,
+            idle,
+            running,
+            peak_memory,
+            component,
+        })
     }
 
     /// Whether the component exports `placement` (its store assigns table locations).
     pub fn places_tables(&self) -> bool {
         self.placement.is_some()
+    }
+
+    /// Whether the component exports `forwarding` (its remote applies writes itself).
+    pub fn forwards(&self) -> bool {
+        self.forwarding.is_some()
     }
 
     /// Whether the component exports `key-listings` (the host may scan its keys).
@@ -165,8 +188,9 @@ impl InstancePool {
             .as_ref()
             .map(|k| Ok::<_, wasmtime::Error>(map_series!(k, |k| k.load(&mut store, &instance)?)))
             .transpose()?;
+        let forwarding = self.forwarding.as_ref().map(|f| f.load(&mut store, &instance)).transpose()?;
         telemetry::instance_created(&self.grants.label);
-        Ok(Instance { store, exports: Exports { backend, placement, key_listings }, calls: 0 })
+        Ok(Instance { store, exports: Exports { backend, placement, key_listings, forwarding }, calls: 0 })
     }
 
     fn checkout(&self) -> Option<Instance> {

@@ -1,6 +1,10 @@
-//! The rest Rustberg backend: a read-only proxy to somebody else's Iceberg REST
-//! catalog, reached only through the host's `http` capability (which adds the
-//! mount's credential and enforces timeouts; this component never sees the secret).
+//! The rest Rustberg backend: a proxy to somebody else's Iceberg REST catalog, reached
+//! only through the host's `http` capability (which adds the mount's credential and
+//! enforces timeouts; this component never sees the secret). Reads are the backend's
+//! own functions; writes are forwarded to the remote as the client asked for them
+//! (`forwarding`), the remote doing the compare-and-set, where the mount is
+//! read-write (`read_only = false`; the host's default for a forwarding backend is
+//! read-only).
 //!
 //! Paging: a cursor is `<offset>:<remote token>`, "the page this token fetched, from
 //! this offset". The last item of a remote page carries the remote's next token
@@ -12,9 +16,11 @@
 mod remote;
 
 wit_bindgen::generate!({
-    world: "http-backend",
+    world: "forwarding-http-backend",
     path: "../../wit",
 });
+
+mod forward;
 
 use exports::rustberg::catalog::backend::Guest;
 use rustberg::catalog::types::{
@@ -27,14 +33,26 @@ use serde_json::value::RawValue;
 
 use remote::Remote;
 
-/// The remote's loadView, as its `/v1/config` lists it.
-const LOAD_VIEW: &str = "GET /v1/{prefix}/namespaces/{namespace}/views/{view}";
+/// What each remote endpoint, as its `/v1/config` lists it, lets the mount do.
+const OFFERED_FEATURES: &[(&str, Features)] = &[
+    ("GET /v1/{prefix}/namespaces/{namespace}/views/{view}", Features::VIEWS),
+    ("POST /v1/{prefix}/namespaces/{namespace}/tables/{table}", Features::WRITES),
+    ("POST /v1/{prefix}/namespaces/{namespace}/properties", Features::NAMESPACE_PROPERTIES),
+    ("POST /v1/{prefix}/tables/rename", Features::RENAME),
+    ("POST /v1/{prefix}/transactions/commit", Features::MULTI_TABLE_COMMIT),
+];
+
+/// What a remote that lists no endpoints serves: the Java client's default set (every
+/// table and namespace operation, no views).
+const DEFAULT_FEATURES: Features =
+    Features::WRITES.union(Features::NAMESPACE_PROPERTIES).union(Features::RENAME).union(Features::MULTI_TABLE_COMMIT);
 
 /// The remote page size: fixed, so a (token, offset) cursor finds the same rows again.
 const REMOTE_PAGE: u32 = 100;
 
-fn read_only() -> Error {
-    Error::Unsupported("this mount is a read-only view of a remote catalog".into())
+/// The backend's own write functions: the host forwards writes instead.
+fn forwarded_instead() -> Error {
+    Error::Unsupported("writes to a remote catalog are forwarded to it (`forwarding`), not made here".into())
 }
 
 #[derive(Deserialize)]
@@ -85,11 +103,14 @@ struct LoadResult<'a> {
     storage_credentials: Option<&'a RawValue>,
 }
 
-/// Whether the remote offers a read. A remote that lists no endpoints is taken to
-/// offer every read. (Planning is never offered: the remote's manifests are not in
-/// storage this server manages.)
-fn offers(offered: Option<&[String]>, endpoint: &str) -> bool {
-    offered.is_none_or(|offered| offered.iter().any(|o| o == endpoint))
+/// What the remote's listed endpoints let the mount do. (Planning is never offered:
+/// the remote's manifests are not in storage this server manages.)
+fn features(offered: Option<&[String]>) -> Features {
+    let Some(offered) = offered else { return DEFAULT_FEATURES };
+    OFFERED_FEATURES
+        .iter()
+        .filter(|(endpoint, _)| offered.iter().any(|o| o == endpoint))
+        .fold(Features::empty(), |all, (_, feature)| all | *feature)
 }
 
 /// Serves one page: the rows of the remote page `token` fetched, from `offset`,
@@ -124,20 +145,14 @@ impl Guest for Rest {
     fn describe() -> Result<Description, Error> {
         let remote = Remote::discover()?;
         let config: RemoteConfig = remote.get_json(&remote.config_path())?;
-        let prefix = config
-            .overrides
-            .get("prefix")
-            .or_else(|| config.defaults.get("prefix"))
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| remote.warehouse.clone())
-            .unwrap_or_default();
-        // A read-only view: views where the remote serves them.
-        let features = match offers(config.endpoints.as_deref(), LOAD_VIEW) {
-            true => Features::VIEWS,
-            false => Features::empty(),
+        let setting = |key: &str| {
+            config.overrides.get(key).or_else(|| config.defaults.get(key)).and_then(|v| v.as_str()).map(str::to_string)
         };
-        Ok(Description { features, remember: vec![("prefix".into(), prefix)] })
+        let prefix = setting("prefix").or_else(|| remote.warehouse.clone()).unwrap_or_default();
+        let separator = setting("namespace-separator").unwrap_or_else(|| remote::DEFAULT_SEPARATOR.to_string());
+        let features = features(config.endpoints.as_deref());
+        let remember = vec![("prefix".into(), prefix), ("namespace_separator".into(), separator)];
+        Ok(Description { features, remember })
     }
 
     fn list_namespaces(parent: Option<Vec<String>>, page: PageRequest) -> Result<NamespacePage, Error> {
@@ -145,12 +160,12 @@ impl Guest for Rest {
         let (token, offset) = parse_cursor(page.after.as_deref());
         let mut query = vec![("pageSize".to_string(), REMOTE_PAGE.to_string())];
         if let Some(parent) = &parent {
-            query.push(("parent".into(), parent.join("\u{1f}")));
+            query.push(("parent".into(), remote.namespace_query(parent)));
         }
         if let Some(token) = &token {
             query.push(("pageToken".into(), token.clone()));
         }
-        let list: NamespaceList = remote.get_json(&remote.path(&["namespaces"], &query))?;
+        let list: NamespaceList = remote.get_json(&remote.path(None, &["namespaces"], &query))?;
         let (rows, done) = page_of(list.namespaces, list.next_page_token, token, offset, page.limit);
         let items = rows.into_iter().map(|(namespace, cursor)| NamespaceEntry { namespace, cursor }).collect();
         Ok(NamespacePage { items, done })
@@ -158,20 +173,20 @@ impl Guest for Rest {
 
     fn load_namespace(ns: Vec<String>) -> Result<Properties, Error> {
         let remote = Remote::open()?;
-        let body: NamespaceBody = remote.get_json(&remote.path(&["namespaces", &ns.join("\u{1f}")], &[]))?;
+        let body: NamespaceBody = remote.get_json(&remote.path(Some(&ns), &[], &[]))?;
         Ok(body.properties.unwrap_or_default().into_iter().collect())
     }
 
     fn create_namespace(_: Vec<String>, _: Properties) -> Result<Properties, Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn drop_namespace(_: Vec<String>) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn update_namespace_properties(_: Vec<String>, _: Vec<String>, _: Properties) -> Result<PropertiesUpdate, Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn list_tables(ns: Vec<String>, page: PageRequest) -> Result<NamePage, Error> {
@@ -183,19 +198,19 @@ impl Guest for Rest {
     }
 
     fn create_table(_: Ident, _: Pointer) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn commit_table(_: Ident, _: String, _: Pointer) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn drop_table(_: Ident) -> Result<Pointer, Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn rename_table(_: Ident, _: Ident) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn list_views(ns: Vec<String>, page: PageRequest) -> Result<NamePage, Error> {
@@ -207,23 +222,23 @@ impl Guest for Rest {
     }
 
     fn create_view(_: Ident, _: Pointer) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn commit_view(_: Ident, _: String, _: Pointer) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn drop_view(_: Ident) -> Result<Pointer, Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn rename_view(_: Ident, _: Ident) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 
     fn commit_transaction(_: Vec<TableCommit>) -> Result<(), Error> {
-        Err(read_only())
+        Err(forwarded_instead())
     }
 }
 
@@ -234,15 +249,15 @@ fn list_members(kind: &str, ns: Vec<String>, page: PageRequest) -> Result<NamePa
     if let Some(token) = &token {
         query.push(("pageToken".into(), token.clone()));
     }
-    let list: IdentifierList = remote.get_json(&remote.path(&["namespaces", &ns.join("\u{1f}"), kind], &query))?;
+    let list: IdentifierList = remote.get_json(&remote.path(Some(&ns), &[kind], &query))?;
     let names = list.identifiers.into_iter().map(|i| i.name).collect();
     let (rows, done) = page_of(names, list.next_page_token, token, offset, page.limit);
     Ok(NamePage { items: rows.into_iter().map(|(name, cursor)| NameEntry { name, cursor }).collect(), done })
 }
 
-fn load_member(kind: &str, id: Ident, access_delegation: Option<String>) -> Result<Pointer, Error> {
+pub(crate) fn load_member(kind: &str, id: Ident, access_delegation: Option<String>) -> Result<Pointer, Error> {
     let remote = Remote::open()?;
-    let path = remote.path(&["namespaces", &id.namespace.join("\u{1f}"), kind, &id.name], &[]);
+    let path = remote.path(Some(&id.namespace), &[kind, &id.name], &[]);
     let headers: Vec<(String, String)> =
         access_delegation.into_iter().map(|v| ("X-Iceberg-Access-Delegation".to_string(), v)).collect();
     let body = remote.get(&path, headers)?;

@@ -18,8 +18,9 @@ pub use rustberg::catalog::types::{
     Pointer, PropertiesUpdate, TableCommit,
 };
 
-/// The optional exports, `placement` (since 0.1.2) and `key-listings` (since 0.1.3):
-/// looked up beside `backend` in each component, and used only where they are there.
+/// The optional exports, `placement` (since 0.1.2), `key-listings` (since 0.1.3) and
+/// `forwarding` (since 0.2.2): looked up beside `backend` in each component, and used
+/// only where they are there.
 pub mod optional {
     wasmtime::component::bindgen!({
         world: "optional-exports",
@@ -28,6 +29,9 @@ pub mod optional {
         with: { "rustberg:catalog/types": super::rustberg::catalog::types },
     });
 
+    pub use exports::rustberg::catalog::forwarding::{
+        Answer, Forwarded, Guest as Forwarding, GuestIndices as ForwardingIndices,
+    };
     pub use exports::rustberg::catalog::key_listings::{Guest as KeyListings, GuestIndices as KeyListingsIndices};
     pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
 }
