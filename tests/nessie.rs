@@ -18,9 +18,18 @@ async fn nessie_mounted() -> (Moto, Peer, Server) {
     let moto = Moto::start(BUCKET).await;
     let s3 = moto.url.clone();
     let nessie = tokio::task::spawn_blocking(move || Peer::nessie(&s3, BUCKET)).await.unwrap();
+    // Listening is not yet serving: the mount reads Nessie's /v1/config when it opens.
+    let config = format!("{}/iceberg/v1/config?warehouse=warehouse", nessie.base);
+    for _ in 0..240 {
+        if reqwest::get(&config).await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    // A JVM warming up on two busy cores answers its first calls slowly.
     let server = Server::start(&format!(
         "[mount.lake]\nbackend = \"rest\"\ncatalog_url = \"{}/iceberg?warehouse=warehouse\"\nowner = \"default\"\n\
-         read_only = false\n",
+         read_only = false\nrequest_timeout_ms = 4500\n",
         nessie.base
     ));
     (moto, nessie, server)

@@ -304,17 +304,26 @@ async fn a_store_signs_unasked_only_where_configured() {
 
 /// A rest mount's remote whose loads turn signing on is pointed at this server's route
 /// for the mount's table, never at the remote's signer (which would get this server's
-/// token) nor at this server's root table of the same name; that route refuses,
-/// naming the mount.
+/// token) nor at this server's root table of the same name. That route asks the
+/// remote's own signer with the mount's credential: moto takes what it signed. What the
+/// caller may do is decided here (a reader gets no write signed), what the remote's
+/// storage holds by the remote (another table's object is refused, with its 403).
 #[tokio::test(flavor = "multi_thread")]
-async fn a_rest_mount_that_signs_is_refused_naming_the_mount() {
+async fn a_rest_mount_that_signs_asks_the_remotes_signer() {
     let (moto, remote, _dir) = signed_lake().await;
     let writer = remote.login("writer", "writer-secret");
     assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
-    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    for t in ["t", "other"] {
+        assert_eq!(writer.post("/namespaces/db/tables", json!({"name": t, "schema": schema()})).await.0, 200);
+    }
     let token = support::token_for(&remote.base, "writer", "writer-secret");
+    let reader = format!(
+        "[auth.principals.reader]\ntenant = \"default\"\nrole = \"reader\"\nsecret_hash = \"{}\"\n",
+        support::hash_secret("reader-secret")
+    );
     let mount = format!(
-        "[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"default\"\ntoken_env = \"PARTNER_TOKEN\"\n",
+        "{reader}[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"default\"\n\
+         token_env = \"PARTNER_TOKEN\"\nread_only = false\n",
         remote.base
     );
     let server =
@@ -325,15 +334,51 @@ async fn a_rest_mount_that_signs_is_refused_naming_the_mount() {
     assert_eq!(config["s3.remote-signing-enabled"], "true", "{loaded}");
     assert_eq!(config["signer.uri"], server.base.as_str(), "{loaded}");
     assert_eq!(config["s3.signer.uri"], server.base.as_str(), "{loaded}");
-    assert_eq!(config["signer.endpoint"], "v1/catalog/namespaces/partner%1Fdb/tables/t/sign");
+    let endpoint = config["signer.endpoint"].as_str().unwrap();
+    let route = endpoint.strip_prefix("v1/catalog").unwrap();
+    assert!(route.starts_with("/namespaces/partner%1Fdb/tables/t/sign?remote-signer="), "{loaded}");
     let (_, config_body) = server.send(reqwest::Method::GET, "/v1/config?warehouse=partner", None).await;
     let sign_endpoint = json!("POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign");
-    assert!(!config_body["endpoints"].as_array().unwrap().contains(&sign_endpoint), "{config_body}");
+    assert!(!config_body["endpoints"].as_array().unwrap().contains(&sign_endpoint), "the host signs nothing itself");
 
-    let uri = format!("{}/lake/warehouse/db/t/data/f.parquet", moto.url);
-    let refused = sign(&server, "/namespaces/partner%1Fdb/tables/t", "GET", &uri, json!({}), None).await;
-    assert_error(&refused, 501, "UnsupportedOperationException");
+    // Signed by the remote, for the mount: moto takes the write and the read.
+    let location = loaded["metadata"]["location"].as_str().unwrap();
+    let uri = object_url(&moto, location, "data/f.parquet");
+    let ask = |method: &str| json!({"region": "us-east-1", "uri": uri, "method": method, "headers": {}});
+    let put = server.post(route, ask("PUT")).await;
+    assert_eq!(put.0, 200, "{}", put.1);
+    assert_eq!(send_signed(&put.1, "PUT", &uri, &[], "data").await, 200, "moto takes the remote's signature");
+    let get = server.post(route, ask("GET")).await;
+    assert_eq!(send_signed(&get.1, "GET", &uri, &[], "").await, 200);
+    // Without the route's token (a client that dropped the query), the table's load names the signer.
+    let plain = sign(&server, "/namespaces/partner%1Fdb/tables/t", "GET", &uri, json!({}), None).await;
+    assert_eq!(plain.0, 200, "{}", plain.1);
+
+    // A reader here gets no write signed, whatever the mount's credential may do there.
+    let reading = server.login("reader", "reader-secret");
+    let refused = reading.post(route, ask("PUT")).await;
+    assert_error(&refused, 403, "ForbiddenException");
     assert!(refused.1["error"]["message"].as_str().unwrap().contains("partner"), "{}", refused.1);
+    assert_eq!(reading.post(route, ask("GET")).await.0, 200);
+    // Another table's object: the remote's signer refuses it, and its refusal is kept.
+    let other = loaded_location(&remote, "/namespaces/db/tables/other").await;
+    let stray =
+        server.post(route, json!({"uri": object_url(&moto, &other, "data/x"), "method": "PUT", "headers": {}})).await;
+    assert_error(&stray, 403, "ForbiddenException");
+    // A token bound to another table is no token: the route falls back to its own table's.
+    let (_, other_loaded) = server.get("/namespaces/partner%1Fdb/tables/other").await;
+    let other_route = other_loaded["config"]["signer.endpoint"].as_str().unwrap().strip_prefix("v1/catalog").unwrap();
+    let token = other_route.split_once('?').unwrap().1;
+    let swapped = format!("/namespaces/partner%1Fdb/tables/t/sign?{token}");
+    let stray = server
+        .post(&swapped, json!({"uri": object_url(&moto, &other, "data/x"), "method": "PUT", "headers": {}}))
+        .await;
+    assert_error(&stray, 403, "ForbiddenException");
+}
+
+/// The location of the table at `path` on `api`.
+async fn loaded_location(api: &Api, path: &str) -> String {
+    api.get(path).await.1["metadata"]["location"].as_str().unwrap().to_string()
 }
 
 /// PyIceberg (its S3 REST signer, over fsspec) and Spark (Java's S3FileIO) write and

@@ -4,7 +4,8 @@
 //! a request is what one hop costs without a catalog, at three depths:
 //!
 //! - `client` (the default): an axum server forwarding through the client a rest mount
-//!   uses (`plugins::http::client`), on the same runtime settings as `rustberg`;
+//!   uses (`plugins::http::client`), on the same runtime settings as `rustberg`; it
+//!   forwards any method with its body (the commits of bench/rest_mount.sh too);
 //! - `hyper`: hyper's own server and client, the library under axum and reqwest;
 //! - `relay`: no HTTP library; the bytes of each request and response are relayed,
 //!   reading only the framing (`Content-Length`). What the kernel and the runtime cost.
@@ -15,9 +16,8 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
-use axum::routing::get;
 use axum::serve::ListenerExt;
 use axum::Router;
 use bytes::Bytes;
@@ -51,7 +51,7 @@ struct Remote {
 async fn client(origin: String, listener: TcpListener) {
     // A rest mount's default timeouts (`[mount.*]` connect_timeout_ms, request_timeout_ms).
     let client = rustberg::plugins::http::client(Duration::from_secs(1), Duration::from_secs(3)).expect("a client");
-    let app = Router::new().fallback(get(forward)).with_state(Remote { origin, client });
+    let app = Router::new().fallback(forward).with_state(Remote { origin, client });
     // As rustberg's listener.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
@@ -59,11 +59,21 @@ async fn client(origin: String, listener: TcpListener) {
     axum::serve(listener, app).await.unwrap();
 }
 
-async fn forward(State(remote): State<Remote>, uri: Uri, headers: HeaderMap) -> impl IntoResponse {
+/// Forwards the request (its method, path, authorization and body: a commit too).
+async fn forward(
+    State(remote): State<Remote>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut request = remote.client.get(format!("{}{path}", remote.origin));
+    let mut request = remote.client.request(method, format!("{}{path}", remote.origin));
     if let Some(auth) = headers.get(AUTHORIZATION) {
         request = request.header(AUTHORIZATION, auth);
+    }
+    if !body.is_empty() {
+        request = request.header(CONTENT_TYPE, "application/json").body(body);
     }
     let answered = async {
         let response = request.send().await?;

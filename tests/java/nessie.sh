@@ -15,12 +15,7 @@ jar="$HOME/.m2/repository/org/projectnessie/nessie/nessie-quarkus/$version/nessi
 if [ ! -s "$jar" ]; then
   mvn -B -q dependency:get -Dartifact="org.projectnessie.nessie:nessie-quarkus:$version:jar:runner" -Dtransitive=false >&2
 fi
-java=""
-for candidate in /usr/lib/jvm/*/bin/java; do
-  major="$("$candidate" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
-  if [ "${major:-0}" -ge 21 ] 2>/dev/null; then java="$candidate"; fi
-done
-[ -n "$java" ] || { echo "nessie.sh: Nessie needs Java 21 or newer; none under /usr/lib/jvm" >&2; exit 1; }
+java="$(bash "$(dirname "$0")/newest-java.sh" 21)"
 exec "$java" \
   -Xmx512m \
   -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" -Dquarkus.management.enabled=false \

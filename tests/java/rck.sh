@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs Iceberg's REST Compatibility Kit against a running catalog:
-#   bash tests/java/rck.sh URL CLIENT_ID:SECRET [WAREHOUSE]
+#   bash tests/java/rck.sh URL CLIENT_ID:SECRET|- [WAREHOUSE]
 # WAREHOUSE is sent as `?warehouse=` to /v1/config (Rustberg: a mount's name targets that
 # mount). Extra `CATALOG_*` variables pass through as catalog properties, `RCK_*` ones as
 # the suite's rck.* switches (RCK_REQUIRES_NAMESPACE_CREATE=true -> rck.requires-namespace-create).
@@ -16,7 +16,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/rustberg-rck.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp -r "$here/pom.xml" "$here/src" "$work/"
 
-export CATALOG_URI="$url" CATALOG_CREDENTIAL="$credential"
+export CATALOG_URI="$url"
+# `-`: a catalog that takes no credential (the client then asks for no token).
+[ "$credential" != "-" ] && export CATALOG_CREDENTIAL="$credential"
 [ -n "$warehouse" ] && export CATALOG_WAREHOUSE="$warehouse"
 
 switches=(-Drck.requires-namespace-create=true)

@@ -6,6 +6,7 @@ pub mod moto;
 pub mod peers;
 pub mod python;
 pub mod spark;
+pub mod trino;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::Endpoint;
 use crate::error::Error;
 use crate::mounts::{Mount, Mounts};
+use crate::paging::PageTokens;
 use crate::plugins::bindings::optional::Forwarded;
 use crate::plugins::BackendErrorKind;
 use crate::storage::location::{Location, LocationError};
@@ -124,7 +125,8 @@ fn refusal(mount: &Mount, endpoint: Endpoint, status: StatusCode, body: &[u8]) -
     // they start.
     let said = format!("{message} (from {})", mount.label());
     match status.as_u16() {
-        401 | 403 => Error::BadGateway(format!(
+        // To a sign request, a 403 is the remote's signer judging it: kept as it is.
+        401 | 403 if endpoint != Endpoint::SignRequest => Error::BadGateway(format!(
             "{}: the remote refused this mount's credential (HTTP {status}: {message}); \
              the server's configuration of the mount needs fixing",
             mount.label()
@@ -244,6 +246,26 @@ pub fn restore_namespace(mount: &Mount, body: &[u8]) -> Result<Bytes, Error> {
         levels.insert(0, Value::String(name.clone()));
     }
     Ok(Bytes::from(serde_json::to_vec(&value).expect("a JSON value serializes")))
+}
+
+/// A table's load result as the remote answered a create or a register, its signer
+/// settings pointed at this server's route for the table (see [`super::signing::confined`]):
+/// signing then goes through the host, which asks the remote's signer with the mount's
+/// credential. `namespace` is the client's, the mount name restored.
+pub fn confine_signer(
+    answer: Bytes,
+    base: impl FnOnce() -> String,
+    tokens: &PageTokens,
+    namespace: &[String],
+    name: &str,
+) -> Result<Bytes, Error> {
+    let Ok(mut result) = serde_json::from_slice::<Value>(&answer) else { return Ok(answer) };
+    let Some(config) = result.get("config").and_then(Value::as_object) else { return Ok(answer) };
+    let pairs: Vec<(String, String)> =
+        config.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect();
+    let Some(confined) = super::signing::confined(&pairs, base, tokens, namespace, name) else { return Ok(answer) };
+    result["config"] = confined.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+    Ok(body(&result))
 }
 
 /// A JSON value as a body to forward.

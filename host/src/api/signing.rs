@@ -14,10 +14,11 @@ use serde::Deserialize;
 
 use super::forwarded::{self, Request};
 use super::members::{self, Kind, Resolved};
-use super::{credentials, AppState, Endpoint, JsonBody, State};
+use super::{credentials, AppState, Endpoint, JsonBody, Query, State};
 use crate::audit::Sign;
 use crate::auth::Caller;
 use crate::error::Error;
+use crate::paging::PageTokens;
 use crate::storage::location::Location;
 use crate::storage::signing::S3Request;
 use crate::storage::vending::DataAccess;
@@ -87,11 +88,15 @@ const SIGNER_KEYS: [&str; 4] = ["signer.uri", "signer.endpoint", "s3.signer.uri"
 /// A remote catalog's `config` that turns remote signing on, pointed at this server's
 /// route for the table instead (`None`: it does not). Left as it is, a client would send
 /// its token for this server to the remote's signer, or resolve the remote's relative
-/// endpoint against this server, where it names another table. This server's route
-/// refuses, naming the mount: the host signs only for the warehouses it manages.
+/// endpoint against this server, where it names another table. The route asks the
+/// remote's signer with the mount's credential (a forwarding mount), or refuses, naming
+/// the mount. The signer the remote named rides in the route's query, bound to this
+/// table by `tokens` (a staged table cannot be loaded to find it; a client cannot point
+/// one table's signing at another's signer).
 pub fn confined(
     config: &[(String, String)],
     base: impl FnOnce() -> String,
+    tokens: &PageTokens,
     namespace: &[String],
     name: &str,
 ) -> Option<Vec<(String, String)>> {
@@ -102,14 +107,42 @@ pub fn confined(
     if !config.iter().any(signs) {
         return None;
     }
+    let setting = |keys: [&str; 2]| keys.iter().find_map(|key| config.iter().find(|(k, _)| k == key)).map(|(_, v)| v);
+    let remote = match (setting(["s3.signer.uri", "signer.uri"]), setting(["s3.signer.endpoint", "signer.endpoint"])) {
+        (Some(uri), Some(endpoint)) if !endpoint.contains("://") => {
+            Some(format!("{}/{}", uri.trim_end_matches('/'), endpoint.trim_start_matches('/')))
+        }
+        (_, Some(endpoint)) => Some(endpoint.clone()),
+        (Some(uri), None) => Some(uri.clone()),
+        (None, None) => None,
+    };
     let base = base();
-    let endpoint = credentials::table_route(Endpoint::SignRequest, namespace, name);
+    let mut endpoint = credentials::table_route(Endpoint::SignRequest, namespace, name);
+    if let Some(remote) = remote {
+        let token = tokens.issue(&signer_space(namespace, name), &remote);
+        endpoint = format!("{endpoint}?{REMOTE_SIGNER}={token}");
+    }
     let mut confined: Vec<(String, String)> =
         config.iter().filter(|(k, _)| !SIGNER_KEYS.contains(&k.as_str())).cloned().collect();
     for (key, value) in SIGNER_KEYS.iter().zip([&base, &endpoint, &base, &endpoint]) {
         confined.push((key.to_string(), value.clone()));
     }
     Some(confined)
+}
+
+/// The query parameter of the sign route naming the remote's signer (a token).
+const REMOTE_SIGNER: &str = "remote-signer";
+
+/// What a remote signer's token is bound to: one table, as the client names it.
+fn signer_space(namespace: &[String], name: &str) -> String {
+    format!("signer\u{1f}{}\u{1f}{name}", namespace.join("\u{1f}"))
+}
+
+/// The sign route's query.
+#[derive(Deserialize)]
+pub struct SignQuery {
+    #[serde(rename = "remote-signer")]
+    remote_signer: Option<String>,
 }
 
 /// The spec's `RemoteSignRequest`. Its `region` is not read: the host signs for its
@@ -131,6 +164,7 @@ pub async fn sign(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
+    Query(q): Query<SignQuery>,
     JsonBody(req, raw_body): JsonBody<RemoteSignRequest>,
 ) -> Result<Response, Error> {
     if req.provider.as_deref().is_some_and(|p| !p.eq_ignore_ascii_case("s3")) {
@@ -163,8 +197,13 @@ pub async fn sign(
         if data_access == DataAccess::Read && !matches!(req.method.as_str(), "GET" | "HEAD") {
             return Err(refused(format!("{} needs write access to the table", req.method)));
         }
-        let write = Request::new(Endpoint::SignRequest, raw_body).in_namespace(&ident.namespace).named(&ident.name);
-        let answer = forwarded::send(mount, &HeaderMap::new(), write).await?;
+        let mut ask = Request::new(Endpoint::SignRequest, raw_body).in_namespace(&ident.namespace).named(&ident.name);
+        // The signer the remote named for this table, where the client was told it.
+        let space = signer_space(&resolved.namespace(), &ident.name);
+        if let Some(signer) = q.remote_signer.and_then(|token| state.tokens.verify(&space, &token)) {
+            ask.query = vec![("signer".into(), signer)];
+        }
+        let answer = forwarded::send(mount, &HeaderMap::new(), ask).await?;
         let cache = signed(req.uri.clone());
         return Ok(([(CACHE_CONTROL, cache)], forwarded::json(answer)).into_response());
     }

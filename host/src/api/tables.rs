@@ -52,7 +52,8 @@ pub async fn create(
             forwarded::check_location(&state.mounts, mount, location, "the table location")?;
         }
         let write = Request::new(Endpoint::CreateTable, raw_body).in_namespace(&local);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+        let answer = forwarded::send(mount, &headers, write).await?;
+        return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name.clone() };
     let stage = req.stage_create;
@@ -186,7 +187,7 @@ pub async fn load(
         }
     };
     let confined = match mount.served_files() {
-        None => signing::confined(&pointer.config, || signer.url(), &resolved.namespace(), &ident.name),
+        None => signing::confined(&pointer.config, || signer.url(), &state.tokens, &resolved.namespace(), &ident.name),
         Some(_) => None,
     };
     let backend_config = confined.as_deref().unwrap_or(&pointer.config);
@@ -376,6 +377,7 @@ pub async fn register(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
+    signer: SignerBase,
     headers: HeaderMap,
     JsonBody(req, raw_body): JsonBody<RegisterTableRequest>,
 ) -> Result<Response, Error> {
@@ -384,7 +386,8 @@ pub async fn register(
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
         let write = Request::new(Endpoint::RegisterTable, raw_body).in_namespace(&local);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+        let answer = forwarded::send(mount, &headers, write).await?;
+        return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;

@@ -41,9 +41,25 @@ impl Guest for Rest {
 /// The spec's signRequest.
 const SIGN: &str = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign";
 
-/// Where the remote signs for a table: its load (asking for remote signing) names the
-/// signer. A remote that names none signs nothing: the client should not have asked.
+/// Where the remote signs for a table: the signer the host passes (`signer`: what the
+/// remote named where the client was told to sign, a load or a create), or else the one
+/// the table's load (asking for remote signing) names. A remote that names none signs
+/// nothing: the client should not have asked.
 fn signer_path(request: &Forwarded) -> Result<String, Error> {
+    let passed = request.query.iter().find(|(k, _)| k == "signer").map(|(_, v)| v.clone());
+    let signer = match passed {
+        Some(signer) => signer,
+        None => loaded_signer(request)?,
+    };
+    match signer.contains("://") {
+        true => Ok(signer),
+        // Relative to the catalog, as the remote's clients resolve it.
+        false => Ok(format!("{}/{}", Remote::open()?.base(), signer.trim_start_matches('/'))),
+    }
+}
+
+/// The signer a table's load names: `s3.signer.uri` joined with `s3.signer.endpoint`.
+fn loaded_signer(request: &Forwarded) -> Result<String, Error> {
     let bad = || Error::BadRequest("a sign request names a table".into());
     let table =
         Ident { namespace: request.namespace.clone().ok_or_else(bad)?, name: request.name.clone().ok_or_else(bad)? };
@@ -54,15 +70,12 @@ fn signer_path(request: &Forwarded) -> Result<String, Error> {
     if setting(&["s3.remote-signing-enabled"]).as_deref() != Some("true") {
         return Err(Error::Unsupported("the remote does not sign requests for this table".into()));
     }
-    let uri = setting(&["s3.signer.uri", "signer.uri"]).unwrap_or_default();
     let endpoint = setting(&["s3.signer.endpoint", "signer.endpoint"]).unwrap_or_else(|| DEFAULT_SIGNER.into());
-    if endpoint.contains("://") {
-        return Ok(endpoint);
-    }
-    match uri.is_empty() {
-        // Relative to the catalog, as the remote's clients resolve it.
-        true => Ok(format!("{}/{}", Remote::open()?.base(), endpoint.trim_start_matches('/'))),
-        false => Ok(format!("{}/{}", uri.trim_end_matches('/'), endpoint.trim_start_matches('/'))),
+    match setting(&["s3.signer.uri", "signer.uri"]) {
+        Some(uri) if !endpoint.contains("://") => {
+            Ok(format!("{}/{}", uri.trim_end_matches('/'), endpoint.trim_start_matches('/')))
+        }
+        _ => Ok(endpoint),
     }
 }
 
