@@ -151,6 +151,7 @@ async fn a_rustberg_catalog_mounted_read_only() {
 #[derive(Default)]
 struct Fake {
     list_requests: AtomicUsize,
+    commits: AtomicUsize,
     authorization: Mutex<Option<String>>,
 }
 
@@ -211,13 +212,20 @@ async fn fake_table(headers: HeaderMap) -> Json<Value> {
     Json(body)
 }
 
+/// A commit the fake takes and never answers in time (it counts it first).
+async fn fake_commit(State(fake): State<Arc<Fake>>) -> StatusCode {
+    fake.commits.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    StatusCode::OK
+}
+
 async fn start_fake() -> (Arc<Fake>, String) {
     let fake = Arc::new(Fake::default());
     let app = Router::new()
         .route("/v1/config", get(fake_config))
         .route("/v1/namespaces", get(fake_list))
         .route("/v1/namespaces/{ns}", get(fake_namespace))
-        .route("/v1/namespaces/{ns}/tables/{t}", get(fake_table))
+        .route("/v1/namespaces/{ns}/tables/{t}", get(fake_table).post(fake_commit))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -287,6 +295,20 @@ async fn remote_failures_are_errors_naming_the_mount_never_absences() {
     assert_eq!(s.get("/namespaces/far%1Fn1").await.0, 200);
     let health: Value = s.client.get(format!("{}/health", s.base)).send().await.unwrap().json().await.unwrap();
     assert!(health["mounts"].as_array().unwrap().iter().all(|m| m["state"] == "ok"), "{health}");
+}
+
+/// A commit sent and never answered in time may have applied: commit-state-unknown,
+/// naming the mount, and sent once (never retried).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_commit_that_times_out_is_unknown_and_not_retried() {
+    let (fake, url) = start_fake().await;
+    let s = Server::start(&rest_mount("far", &url, None, "read_only = false\nrequest_timeout_ms = 400\n"));
+    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+    let unknown = s.post("/namespaces/far%1Fn1/tables/t", set).await;
+    assert_error(&unknown, 503, "CommitStateUnknownException");
+    let message = unknown.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("mount `far`") && message.contains("did not answer within 400 ms"), "{message}");
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "sent once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -59,6 +59,11 @@ impl Peer {
         peer
     }
 
+    /// What it printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.warehouse.path().join("peer.log")).unwrap_or_default()
+    }
+
     /// Waits for the port (Jetty opens it once its handlers are started).
     fn wait_until_listening(&mut self, port: u16) {
         let started = Instant::now();
@@ -67,8 +72,7 @@ impl Peer {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                let log = std::fs::read_to_string(self.warehouse.path().join("peer.log")).unwrap_or_default();
-                panic!("the peer meant for {} exited: {status}\n{log}", self.base);
+                panic!("the peer meant for {} exited: {status}\n{}", self.base, self.log());
             }
             std::thread::sleep(Duration::from_millis(250));
         }
