@@ -62,8 +62,21 @@ impl Trino {
         panic!("Trino did not start within {START_LIMIT:?}\n{}", self.log());
     }
 
-    /// Runs one statement: its rows, or the error Trino gave.
+    /// Runs one statement: its rows, or the error Trino gave. Trino says it started before
+    /// its own node has joined the cluster: until then a statement is asked again.
     pub async fn sql(&self, statement: &str) -> Result<Vec<Value>, String> {
+        let started = Instant::now();
+        loop {
+            match self.sql_once(statement).await {
+                Err(e) if e.contains("No nodes available") && started.elapsed() < Duration::from_secs(120) => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn sql_once(&self, statement: &str) -> Result<Vec<Value>, String> {
         let client = reqwest::Client::new();
         let mut page: Value = client
             .post(format!("{}/v1/statement", self.base))

@@ -8,7 +8,8 @@
 //!   `storage-credentials` included: it vended them for its own storage);
 //! - a 4xx keeps its status and its Iceberg error type, its message naming the mount;
 //! - the remote refusing the mount's own credential (401, 403) is a 502: the server's
-//!   configuration is at fault, not the caller;
+//!   configuration is at fault, not the caller (to a sign request, a 403 is the remote's
+//!   signer refusing what was asked, and is kept);
 //! - 501 is unsupported; other 5xx are 502 or 503, never 500; on a commit they are
 //!   commit-state-unknown, as is a request that was sent and never answered (it is
 //!   never retried: it may have applied).
