@@ -103,6 +103,20 @@ pub async fn send(mount: &Mount, headers: &HeaderMap, request: Request<'_>) -> R
     Err(refusal(mount, request.endpoint, status, &answer.body))
 }
 
+/// Sends a drop of `resource` (a namespace, table or view) to the remote, under an intent
+/// that forgets the grants held on its name here: once the remote dropped it, nothing
+/// created later under the name inherits them, a crash in between included.
+pub async fn drop(
+    state: &super::AppState,
+    mount: &Mount,
+    headers: &HeaderMap,
+    request: Request<'_>,
+    resource: crate::authz::Resource,
+) -> Result<(), Error> {
+    let dropped = async { send(mount, headers, request).await.map(|_| ()) };
+    crate::recovery::with_intent(&state.authz, &state.mounts, crate::authz::Effect::Forget { resource }, dropped).await
+}
+
 /// The error a failed read of a forwarding mount means, in the remote's own terms where
 /// the backend could not hand on what the remote said (`e` a bad gateway: a 404 that is
 /// not an absence, such as a metadata file the remote cannot open, or a refusal of the

@@ -14,14 +14,13 @@ use super::model::{
 };
 use super::{parse_namespace, Endpoint, JsonBody, Query, State};
 use crate::auth::Caller;
-use crate::authz::{Access, Effect, Resource};
+use crate::authz::{Access, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::namespaces::{self, Routed};
 use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::plugins::bindings::PageRequest;
 use crate::plugins::Listing;
-use crate::recovery;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";
@@ -252,8 +251,7 @@ pub async fn drop(
     let (mount, local) = state.mounts.route(&ns);
     if mount.backend.forwards() && !local.is_empty() {
         let write = Request::new(Endpoint::DropNamespace, Default::default()).in_namespace(local);
-        let dropped = async { forwarded::send(mount, &headers, write).await.map(|_| ()) };
-        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        forwarded::drop(&state, mount, &headers, write, resource).await?;
         return Ok(StatusCode::NO_CONTENT);
     }
     namespaces::drop(&state.authz, &state.mounts, Routed { mount, local, ns: &ns }).await?;

@@ -318,8 +318,7 @@ pub async fn drop(
         // The remote purges its own files, if asked to.
         let mut write = Request::new(Endpoint::DropTable, Default::default()).in_namespace(&ident.namespace);
         write.query = vec![("purgeRequested".into(), q.purge().to_string())];
-        let dropped = async { forwarded::send(mount, &headers, write.named(&ident.name)).await.map(|_| ()) };
-        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        forwarded::drop(&state, mount, &headers, write.named(&ident.name), resource).await?;
         return Ok(StatusCode::NO_CONTENT);
     }
     let dropped = tables::drop_table(mount, ident, q.purge());

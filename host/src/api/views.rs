@@ -159,8 +159,7 @@ pub async fn drop(
     let (mount, ident) = (resolved.mount, &resolved.ident);
     if mount.backend.forwards() {
         let write = Request::new(Endpoint::DropView, Default::default()).in_namespace(&ident.namespace);
-        let dropped = async { forwarded::send(mount, &headers, write.named(&ident.name)).await.map(|_| ()) };
-        recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+        forwarded::drop(&state, mount, &headers, write.named(&ident.name), resource).await?;
         return Ok(StatusCode::NO_CONTENT);
     }
     let dropped = views::drop_view(mount, ident);
