@@ -107,6 +107,15 @@ def test_the_metastore_entry_is_what_icebergs_hive_catalog_writes():
     assert sd.outputFormat == "org.apache.hadoop.mapred.FileOutputFormat"
     assert sd.serdeInfo.serializationLib == "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 
+    # A property removed from the table leaves the metastore too; Hive's own stay.
+    with table.transaction() as tx:
+        tx.remove_properties("write.format.default")
+    with hive()._client as client:
+        params = client.get_table("shape", "t").parameters
+    assert "write.format.default" not in params, params
+    assert params["EXTERNAL"] == "TRUE" and "transient_lastDdlTime" in params, params
+    assert params["snapshot-count"] == "1"
+
 
 def test_hive_tables_that_are_not_iceberg_stay_out():
     ours = rustberg()

@@ -1,8 +1,7 @@
-//! A real Apache Hive Metastore (2.3.9, or 4.0.1, Thrift, on an embedded Derby database)
-//! for the hms tests, started by tests/hive/metastore.sh (metastore4.sh) in a folder of
-//! its own.
+//! A real Apache Hive Metastore for the hms tests, in a folder of its own: 2.3.9 on an
+//! embedded Derby database (tests/hive/metastore.sh), or 4.0.1 on a PostgreSQL database
+//! of its own (tests/hive/metastore4.sh).
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,6 +24,13 @@ pub struct Metastore {
 impl Drop for Metastore {
     fn drop(&mut self) {
         self.stop();
+        if self.script == "metastore4.sh" {
+            // Its PostgreSQL database (metastore4.sh names it by the port).
+            let _ = Command::new("psql")
+                .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"])
+                .arg(format!("DROP DATABASE IF EXISTS hive4_{}", self.port))
+                .output();
+        }
     }
 }
 
@@ -39,7 +45,7 @@ impl Metastore {
         Self::run("metastore.sh", lock_timeout_s)
     }
 
-    /// A new Hive 4.0.1 metastore (its own lock timeout).
+    /// A new Hive 4.0.1 metastore on PostgreSQL (its own lock timeout).
     pub fn hive4() -> Metastore {
         Self::run("metastore4.sh", 300)
     }
@@ -92,7 +98,7 @@ impl Metastore {
             .expect("starting the metastore's script");
         self.child = Some(child);
         let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while !super::listens(self.port) {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("the metastore exited ({status}):\n{}", self.log());
             }

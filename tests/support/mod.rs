@@ -501,6 +501,14 @@ pub fn assert_history(metadata: &Value, landed: &BTreeSet<i64>, refused: &BTreeS
 
 /// Runs `rustberg plugin test <component>` against mount `mount` of a configuration
 /// with `config_text`, with `env` added; what it printed.
+/// Whether something listens on 127.0.0.1:`port`. A connection to a port nothing listens
+/// on can be made anyway, to itself, when the kernel picks that same port as its source
+/// (the picks walk through the range, so a wait that tries often meets it): not that.
+pub fn listens(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port))
+        .is_ok_and(|stream| stream.local_addr().ok() != stream.peer_addr().ok())
+}
+
 pub fn conformance_report(component: &str, config_text: &str, mount: &str, env: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rustberg.toml");

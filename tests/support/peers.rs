@@ -2,7 +2,6 @@
 //! Iceberg's own reference server (tests/java/reference-server.sh) and Nessie
 //! (tests/java/nessie.sh, its warehouse on a moto bucket).
 
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -68,7 +67,7 @@ impl Peer {
     fn wait_until_listening(&mut self, port: u16) {
         let started = Instant::now();
         while started.elapsed() < START_LIMIT {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            if super::listens(port) {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -8,7 +8,9 @@
 //! - its other parameters are what Java's HiveTableOperations exposes: the table
 //!   properties, `uuid`, the current snapshot's id, summary and time, the snapshot
 //!   count, and the current schema, partition spec and sort order as JSON (each only
-//!   while shorter than Java's default limit);
+//!   while shorter than Java's default limit). A commit removes the parameters of
+//!   properties the table no longer has, as Java's does; those Hive keeps itself
+//!   (statistics, `transient_lastDdlTime`, ...) stay;
 //! - its storage descriptor holds the current schema's columns in Hive types, the
 //!   table location, `FileInputFormat`/`FileOutputFormat` and `LazySimpleSerDe`.
 
@@ -30,16 +32,30 @@ const EXTERNAL_TABLE: &str = "EXTERNAL_TABLE";
 const VIRTUAL_VIEW: &str = "VIRTUAL_VIEW";
 /// Java's `iceberg.hive.table-property-max-size` default: longer values stay out.
 const MAX_PARAMETER_SIZE: usize = 32_672;
-/// The parameters Java derives from the metadata; refreshed on every commit.
-const DERIVED: &[&str] = &[
-    "uuid",
-    "current-snapshot-id",
-    "current-snapshot-summary",
-    "current-snapshot-timestamp-ms",
-    "snapshot-count",
-    "current-schema",
-    "default-partition-spec",
-    "default-sort-order",
+
+/// The parameters Hive keeps on a table itself, or that Java's HiveCatalog sets beside
+/// the table properties: a commit keeps them though no property names them.
+const HIVE_OWNED: &[&str] = &[
+    "EXTERNAL",
+    TABLE_TYPE,
+    METADATA_LOCATION,
+    PREVIOUS_METADATA_LOCATION,
+    "storage_handler",
+    "transient_lastDdlTime",
+    "last_modified_by",
+    "last_modified_time",
+    "numFiles",
+    "numFilesErasureCoded",
+    "numRows",
+    "rawDataSize",
+    "totalSize",
+    "COLUMN_STATS_ACCURATE",
+    "STATS_GENERATED",
+    "DO_NOT_UPDATE_STATS",
+    "TRANSLATED_TO_EXTERNAL",
+    "external.table.purge",
+    "bucketing_version",
+    "OBJCAPABILITIES",
 ];
 
 /// A table or a view.
@@ -152,9 +168,11 @@ pub fn install(kind: Kind, table: &mut Table, state: &Pointer, previous: Option<
 
 /// The parameters Java's HiveTableOperations derives from table metadata.
 fn expose(parameters: &mut BTreeMap<String, String>, metadata: &Value) {
-    for key in DERIVED {
-        parameters.remove(*key);
-    }
+    // What the metadata no longer says goes: obsolete properties and derived values.
+    // (The host sends only the new metadata, so every parameter Hive does not keep
+    // itself counts as a property, where Java compares with the previous metadata.)
+    let properties = metadata["properties"].as_object();
+    parameters.retain(|key, _| HIVE_OWNED.contains(&key.as_str()) || properties.is_some_and(|p| p.contains_key(key)));
     let mut put = |key: &str, value: String| {
         if value.len() <= MAX_PARAMETER_SIZE {
             parameters.insert(key.to_string(), value);
