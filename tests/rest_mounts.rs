@@ -153,14 +153,22 @@ struct Fake {
     list_requests: AtomicUsize,
     commits: AtomicUsize,
     authorization: Mutex<Option<String>>,
+    /// Whether its `/v1/config` advertises `idempotency-key-lifetime`.
+    honours_idempotency_keys: bool,
+    /// The `Idempotency-Key` of each commit it took (`None`: it had none).
+    commit_keys: Mutex<Vec<Option<String>>>,
 }
 
 const FAKE_NAMESPACES: usize = 10;
 const FAKE_PAGE: usize = 3;
 
-async fn fake_config() -> Json<Value> {
+async fn fake_config(State(fake): State<Arc<Fake>>) -> Json<Value> {
     // No prefix, no endpoints: a lenient peer must cope.
-    Json(json!({"defaults": {}, "overrides": {}}))
+    let mut config = json!({"defaults": {}, "overrides": {}});
+    if fake.honours_idempotency_keys {
+        config["idempotency-key-lifetime"] = json!("PT30M");
+    }
+    Json(config)
 }
 
 async fn fake_list(
@@ -213,14 +221,20 @@ async fn fake_table(headers: HeaderMap) -> Json<Value> {
 }
 
 /// A commit the fake takes and never answers in time (it counts it first).
-async fn fake_commit(State(fake): State<Arc<Fake>>) -> StatusCode {
+async fn fake_commit(State(fake): State<Arc<Fake>>, headers: HeaderMap) -> StatusCode {
+    let key = headers.get("idempotency-key").map(|v| v.to_str().unwrap().to_string());
+    fake.commit_keys.lock().unwrap().push(key);
     fake.commits.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(30)).await;
     StatusCode::OK
 }
 
 async fn start_fake() -> (Arc<Fake>, String) {
-    let fake = Arc::new(Fake::default());
+    start_fake_as(Fake::default()).await
+}
+
+async fn start_fake_as(fake: Fake) -> (Arc<Fake>, String) {
+    let fake = Arc::new(fake);
     let app = Router::new()
         .route("/v1/config", get(fake_config))
         .route("/v1/namespaces", get(fake_list))
@@ -298,17 +312,24 @@ async fn remote_failures_are_errors_naming_the_mount_never_absences() {
 }
 
 /// A commit sent and never answered in time may have applied: commit-state-unknown,
-/// naming the mount, and sent once (never retried).
+/// naming the mount, and sent once (never retried). The client's `Idempotency-Key`, with
+/// which it may ask again, reaches only a remote that advertises honouring it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forwarded_commit_that_times_out_is_unknown_and_not_retried() {
-    let (fake, url) = start_fake().await;
-    let s = Server::start(&rest_mount("far", &url, None, "read_only = false\nrequest_timeout_ms = 400\n"));
-    let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
-    let unknown = s.post("/namespaces/far%1Fn1/tables/t", set).await;
-    assert_error(&unknown, 503, "CommitStateUnknownException");
-    let message = unknown.1["error"]["message"].as_str().unwrap();
-    assert!(message.contains("mount `far`") && message.contains("did not answer within 400 ms"), "{message}");
-    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "sent once");
+    for honours in [false, true] {
+        let (fake, url) = start_fake_as(Fake { honours_idempotency_keys: honours, ..Fake::default() }).await;
+        let s = Server::start(&rest_mount("far", &url, None, "read_only = false\nrequest_timeout_ms = 400\n"));
+        let set = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+        let key = "0190f3a4-7d2e-7c4b-9a1e-3f5d6c7b8a90";
+        let sent = s.client.post(s.url("/namespaces/far%1Fn1/tables/t")).header("Idempotency-Key", key).json(&set);
+        let unknown = support::status_json(sent.send().await.unwrap()).await;
+        assert_error(&unknown, 503, "CommitStateUnknownException");
+        let message = unknown.1["error"]["message"].as_str().unwrap();
+        assert!(message.contains("mount `far`") && message.contains("did not answer within 400 ms"), "{message}");
+        assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "sent once");
+        let keys = fake.commit_keys.lock().unwrap().clone();
+        assert_eq!(keys, vec![honours.then(|| key.to_string())], "advertised: {honours}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

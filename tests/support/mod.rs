@@ -354,7 +354,7 @@ pub fn namespace_names(body: &Value) -> Vec<Vec<String>> {
     serde_json::from_value(body["namespaces"].clone()).unwrap()
 }
 
-async fn status_json(r: reqwest::Response) -> (u16, Value) {
+pub async fn status_json(r: reqwest::Response) -> (u16, Value) {
     let status = r.status().as_u16();
     let text = r.text().await.unwrap();
     let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };

@@ -16,7 +16,9 @@ use crate::Rest;
 
 /// Headers a forwarded write may carry to the remote; anything else the host named is
 /// dropped (the mount's credential is added by the host, never passed through).
-const PASSED_HEADERS: &[&str] = &["idempotency-key", "x-iceberg-access-delegation"];
+/// `Idempotency-Key` only to a remote that advertised it.
+const PASSED_HEADERS: &[&str] = &[IDEMPOTENCY_KEY, "x-iceberg-access-delegation"];
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 impl Guest for Rest {
     fn forward(request: Forwarded) -> Result<Answer, Error> {
@@ -28,7 +30,10 @@ impl Guest for Rest {
         let mut headers: Vec<(String, String)> = request
             .headers
             .into_iter()
-            .filter(|(name, _)| PASSED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+            .filter(|(name, _)| {
+                let name = name.to_ascii_lowercase();
+                PASSED_HEADERS.contains(&name.as_str()) && (name != IDEMPOTENCY_KEY || remote.idempotency_keys)
+            })
             .collect();
         if !request.body.is_empty() {
             headers.push(("Content-Type".into(), "application/json".into()));

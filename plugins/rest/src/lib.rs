@@ -62,6 +62,9 @@ struct RemoteConfig {
     #[serde(default)]
     defaults: std::collections::HashMap<String, serde_json::Value>,
     endpoints: Option<Vec<String>>,
+    /// Present when the remote honours `Idempotency-Key` (the spec's advertisement).
+    #[serde(rename = "idempotency-key-lifetime")]
+    idempotency_key_lifetime: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +154,12 @@ impl Guest for Rest {
         let prefix = setting("prefix").or_else(|| remote.warehouse.clone()).unwrap_or_default();
         let separator = setting("namespace-separator").unwrap_or_else(|| remote::DEFAULT_SEPARATOR.to_string());
         let features = features(config.endpoints.as_deref());
-        let remember = vec![("prefix".into(), prefix), ("namespace_separator".into(), separator)];
+        let idempotency = config.idempotency_key_lifetime.is_some().to_string();
+        let remember = vec![
+            ("prefix".into(), prefix),
+            ("namespace_separator".into(), separator),
+            ("idempotency_keys".into(), idempotency),
+        ];
         Ok(Description { features, remember })
     }
 

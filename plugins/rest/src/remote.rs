@@ -26,6 +26,9 @@ pub struct Remote {
     separator: String,
     /// The `warehouse` to ask `/v1/config` about, from `catalog_url`'s query.
     pub warehouse: Option<String>,
+    /// Whether the remote's `/v1/config` advertised `idempotency-key-lifetime`: only
+    /// then does a forwarded write carry the client's `Idempotency-Key`.
+    pub idempotency_keys: bool,
 }
 
 impl Remote {
@@ -36,6 +39,7 @@ impl Remote {
             prefix: String::new(),
             separator: DEFAULT_SEPARATOR.to_string(),
             warehouse: config::get("warehouse").filter(|w| !w.is_empty()),
+            idempotency_keys: false,
         })
     }
 
@@ -50,6 +54,7 @@ impl Remote {
         let mut remote = Self::discover()?;
         remote.prefix = config::get("prefix").unwrap_or_default();
         remote.separator = config::get("namespace_separator").unwrap_or_else(|| DEFAULT_SEPARATOR.to_string());
+        remote.idempotency_keys = config::get("idempotency_keys").as_deref() == Some("true");
         Ok(OPENED.get_or_init(|| remote))
     }
 
