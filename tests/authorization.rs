@@ -2,7 +2,7 @@
 //! operation on namespaces they own, were granted, or were not granted; filtered
 //! listings; paging when the authorizer hides pages.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

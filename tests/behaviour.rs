@@ -7,7 +7,7 @@
 //! naming the mount. A read-only mount (rest) is written through the catalog it
 //! mounts and read through the mount: what the remote holds, the mount shows.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -6,7 +6,7 @@
 //! clients' at `RUSTBERG_TEST_VENV`, default `target/test-venv`; each server or tool in
 //! its own beside it), so a fresh machine with Python 3 needs no manual step.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

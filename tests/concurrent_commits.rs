@@ -1,7 +1,7 @@
 //! Concurrent commits to one table: every commit either lands in the snapshot log
 //! or gets 409; none is lost or duplicated.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{assert_history, race_appends, schema, Api, Server};

@@ -3,7 +3,7 @@
 //! and is absent from `endpoints`. The advertised list is checked against the routes
 //! actually served.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::Value;

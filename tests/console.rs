@@ -3,7 +3,7 @@
 //! oidc-provider, `tests/console/idp.mjs`) and with client credentials, against a
 //! server holding a mount with a table of many snapshots and 10,000 namespaces.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

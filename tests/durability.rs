@@ -4,7 +4,7 @@
 //! namespace with its owner (the writers are a tenant's, not the server admin, so a
 //! namespace whose owner was lost would be hidden from them).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Federation with native mounts: a test for each rule of the mount table. (The
 //! behaviour every kind of mount shares is `tests/behaviour.rs`.)
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

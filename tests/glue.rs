@@ -2,7 +2,7 @@
 //! through Rustberg and PyIceberg's own GlueCatalog on the same tables, concurrent
 //! commits, refusals, and an unreachable endpoint.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::moto::{aws_mount, s3_storage, Moto, KEYS};

@@ -4,7 +4,7 @@
 //! conformance suite, a lock left behind, a metastore that stops or never answers, and
 //! addresses it may not reach.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::hive::{hms_mount, Metastore};

@@ -12,7 +12,7 @@
 //! temporary folder, so the catalog under test has its warehouse at `file:///tmp` with
 //! `unstructured_locations` (a view may lie outside its namespace's folder).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::process::Command;

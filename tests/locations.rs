@@ -6,7 +6,7 @@
 //! namespace's folder, never over another's). Every attack is followed by a purge;
 //! acme's table must still scan with all rows.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! the credentials Nessie vends (handed on unchanged), and the remote's prefix
 //! (`main%7Cwarehouse`, already encoded) is used as Nessie gives it.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::moto::Moto;

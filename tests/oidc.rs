@@ -2,7 +2,7 @@
 //! key set (tests/fixtures/oidc): valid ones are accepted; forged, expired,
 //! wrong-audience and wrong-issuer ones are refused with 401.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};

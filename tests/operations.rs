@@ -1,7 +1,7 @@
 //! Operating the server: request ids through responses and logs, structured logs,
 //! graceful shutdown, and a health page that tells outsiders only the status.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! `bomb`): creating a root namespace is the first call a caller can steer into a
 //! backend without an owner being recorded first.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{assert_error, components_dir, Server};

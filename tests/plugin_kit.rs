@@ -3,7 +3,7 @@
 //! backends in Python and JavaScript built with their real toolchains, passing the
 //! conformance suite and serving PyIceberg as mounts.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

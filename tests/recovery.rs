@@ -3,7 +3,7 @@
 //! commit and the host's. A root namespace always has its owner, and a dropped
 //! resource never keeps its grants.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

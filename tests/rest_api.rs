@@ -1,7 +1,7 @@
 //! The Iceberg REST API against a real server on the embedded default:
 //! status codes, bodies and error types.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::{assert_error, namespace_names, schema, Server};

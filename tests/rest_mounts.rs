@@ -3,7 +3,7 @@
 //! small fake remote that counts its requests and misbehaves on demand (500, 401,
 //! never answering).
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

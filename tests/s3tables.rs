@@ -3,7 +3,7 @@
 //! assigns (written there, vended for, never chosen by a client), refusals, and an
 //! unreachable endpoint.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::moto::{aws_mount, s3_storage, sts_vending, Moto, KEYS, VEND_ROLE};

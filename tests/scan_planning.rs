@@ -2,7 +2,7 @@
 //! read-only native mount, refused (501, naming the mount) under a rest mount, and
 //! plan ids and plan tasks that only this server's own tokens open.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::python::pytest;

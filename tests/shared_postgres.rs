@@ -2,7 +2,7 @@
 //! created through one is visible through the other at once, and 16 writers split
 //! across both lose and duplicate nothing.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 

@@ -3,7 +3,7 @@
 //! bucket only through what the catalog signed. Every attack a writer of one table (or
 //! of another tenant) can try on the signer is refused with 403 and audited.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! every acknowledged commit in its table, no refused one, no stuck idempotency key,
 //! and the other mounts kept serving.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! of another Rustberg, and a native mount whose warehouse is on S3 (moto) with vending
 //! through STS: Spark holds no S3 keys there (`tests/python/test_spark.py`).
 
-mod support;
+use crate::support;
 
 use support::moto::{s3_storage, sts_vending, Moto};
 use support::python::run_pytest_in;

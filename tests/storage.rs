@@ -4,7 +4,7 @@
 //! sits a recorder that forwards every request and keeps its form body, so the
 //! tests can read the session policy Rustberg asked for.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

@@ -2,7 +2,7 @@
 //! only the pointer. A table must load and commit the same after a restart, when
 //! nothing is held and the metadata comes from its file, gzip-compressed or not.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::{append_snapshot, append_snapshot_to, schema, Server};

@@ -1,7 +1,7 @@
 //! commitTransaction: atomic across the tables of one backend; nothing applied when
 //! any requirement fails; never across a mount boundary.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{json, Value};

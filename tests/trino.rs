@@ -3,7 +3,7 @@
 //! Trino 476 stages a create only where loadNamespace names a location (a Trino bug
 //! fixed later); Rustberg answers every namespace with the location its tables go under.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::trino::Trino;

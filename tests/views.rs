@@ -1,7 +1,7 @@
 //! Views: create, load, HEAD, list, replace (requirements and updates through the
 //! `iceberg` crate's view spec), rename, drop, register.
 
-mod support;
+use crate::support;
 
 use reqwest::Method;
 use serde_json::{json, Value};

@@ -385,7 +385,8 @@ pub struct StorageConfig {
     /// Where table data and metadata files go: `file:///path` or `s3://bucket/path`.
     /// Defaults to `<data_dir>/warehouse`.
     pub warehouse_location: Option<String>,
-    /// The component serving the root catalog: `native` or the path of a `.wasm` component.
+    /// The component serving the root catalog: `native` (the default, see
+    /// [`StorageConfig::root_backend`]) or the path of a `.wasm` component.
     pub backend: Option<String>,
     /// Let a client place a table or view anywhere in the warehouse, not only under its
     /// namespace's location.
@@ -394,6 +395,13 @@ pub struct StorageConfig {
     pub s3: S3Config,
     /// `[storage.vending]`: which credentials clients are handed for table data.
     pub vending: VendingConfig,
+}
+
+impl StorageConfig {
+    /// The component serving the root catalog: `backend`, or the native one.
+    pub fn root_backend(&self) -> &str {
+        self.backend.as_deref().unwrap_or("native")
+    }
 }
 
 /// `[storage.s3]`: the S3-compatible store behind every `s3://` warehouse (the root's, and

@@ -49,7 +49,7 @@ pub async fn check(path: &Path) -> Vec<String> {
     if let Some(file) = config.audit.file.as_ref().filter(|_| config.audit.enabled) {
         problems.extend(appendable(file).err().map(|e| format!("audit.file: {}: {e}", file.display())));
     }
-    let backend = config.storage.backend.as_deref().unwrap_or("native");
+    let backend = config.storage.root_backend();
     let granted = Granted { kv: true, http: false, tcp: false };
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
 

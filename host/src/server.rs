@@ -176,7 +176,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         config: Default::default(),
         log_budget: Default::default(),
     };
-    let name = config.storage.backend.as_deref().unwrap_or("native");
+    let name = config.storage.root_backend();
     let wasm = builtin::component(name).map_err(|e| anyhow::anyhow!("storage.backend: {e}"))?;
     let pool = runtime.load(wasm, grants, config.plugins.clone()).await.context("refusing to start")?;
     let backend = Backend::open(pool).await.context("refusing to start")?;
