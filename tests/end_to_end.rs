@@ -17,6 +17,7 @@ mod federation;
 mod glue;
 mod hms;
 mod java_rck;
+mod layers;
 mod locations;
 mod nessie;
 mod oidc;

@@ -219,6 +219,11 @@ fn start_up_refuses_what_it_cannot_mount() {
             "a REST prefix of the catalog's own",
         ),
         ("a mount named as the root's prefix", mount("root", "native", &redb), "a REST prefix of the catalog's own"),
+        (
+            "a mount named as the token endpoint's segment",
+            mount("oauth", "native", &redb),
+            "a REST prefix of the catalog's own",
+        ),
     ] {
         let output = match Server::try_start(&toml) {
             Ok(_) => panic!("{case}: the server started"),

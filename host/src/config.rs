@@ -107,6 +107,49 @@ impl MountGrant {
     }
 }
 
+/// The backends built into the binary, by the name a `backend` setting gives them
+/// (`plugins::builtin` holds their bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinBackend {
+    Native,
+    Rest,
+    Glue,
+    S3Tables,
+    Hms,
+}
+
+impl BuiltinBackend {
+    pub const ALL: [BuiltinBackend; 5] = [Self::Native, Self::Rest, Self::Glue, Self::S3Tables, Self::Hms];
+
+    /// Its name in a `backend` setting.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Rest => "rest",
+            Self::Glue => "glue",
+            Self::S3Tables => "s3tables",
+            Self::Hms => "hms",
+        }
+    }
+
+    /// The built-in a `backend` setting names, if it names one rather than a file.
+    pub fn named(backend: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|b| b.name() == backend)
+    }
+
+    /// What a mount of it grants unless its configuration says otherwise.
+    fn default_grants(self) -> &'static [MountGrant] {
+        match self {
+            Self::Native => &[MountGrant::Kv],
+            Self::Rest | Self::Glue | Self::S3Tables => &[MountGrant::Http],
+            Self::Hms => &[MountGrant::Tcp],
+        }
+    }
+}
+
+/// What a mount grants a drop-in component file by default: a key space.
+const DROP_IN_GRANTS: &[MountGrant] = &[MountGrant::Kv];
+
 /// `[mount.<name>.auth]`: how the host authenticates a component's http requests.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -143,7 +186,9 @@ impl MountConfig {
     pub fn grants(&self) -> Vec<MountGrant> {
         match &self.grants {
             Some(grants) => grants.clone(),
-            None => crate::plugins::builtin::default_grants(&self.backend).to_vec(),
+            None => {
+                BuiltinBackend::named(&self.backend).map_or(DROP_IN_GRANTS, BuiltinBackend::default_grants).to_vec()
+            }
         }
     }
 
@@ -400,7 +445,7 @@ pub struct StorageConfig {
 impl StorageConfig {
     /// The component serving the root catalog: `backend`, or the native one.
     pub fn root_backend(&self) -> &str {
-        self.backend.as_deref().unwrap_or("native")
+        self.backend.as_deref().unwrap_or(BuiltinBackend::Native.name())
     }
 }
 
@@ -602,7 +647,7 @@ impl Config {
         }
         let mut stores: std::collections::HashMap<CatalogUrl, &str> = std::collections::HashMap::new();
         for (name, mount) in &self.mounts {
-            if [crate::api::PREFIX, crate::api::mount_prefix::ROOT_PREFIX].contains(&name.as_str()) {
+            if crate::prefixes::RESERVED.contains(&name.as_str()) {
                 problems.push(format!(
                     "mount.{name}: `{name}` is a REST prefix of the catalog's own; name the mount otherwise"
                 ));

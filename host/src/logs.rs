@@ -96,13 +96,19 @@ where
     }
 }
 
+/// Only letters, digits and `-_.:`: written as it is, a request id needs no escaping in
+/// a text or JSON log line. A client's id that is not plain is replaced by one of ours.
+pub fn plain_request_id(id: &[u8]) -> bool {
+    id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+}
+
 /// The request id, written for `N`, when it is recorded as a string that needs no
-/// escaping in either format (`api::request_id::plain`, as `RequestIds::of` makes sure).
+/// escaping in either format ([`plain_request_id`], as `RequestIds::of` makes sure).
 struct RequestIdOf<N>(Option<String>, PhantomData<fn(N)>);
 
 impl<N: RequestIdField> Visit for RequestIdOf<N> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == REQUEST_ID && crate::api::request_id::plain(value.as_bytes()) {
+        if field.name() == REQUEST_ID && plain_request_id(value.as_bytes()) {
             self.0 = Some(N::write(value));
         }
     }

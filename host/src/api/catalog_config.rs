@@ -9,8 +9,8 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::mount_prefix::ROOT_PREFIX;
-use super::{Query, State, PREFIX};
+use super::{Query, State};
+use crate::prefixes::{CATALOG as PREFIX, ROOT as ROOT_PREFIX};
 
 #[derive(Deserialize)]
 pub struct ConfigQuery {

@@ -178,7 +178,7 @@ pub fn table_route(endpoint: Endpoint, namespace: &[String], name: &str) -> Stri
         .path()
         .replace("{namespace}", &levels.join("%1F"))
         .replace("{table}", &utf8_percent_encode(name, NON_ALPHANUMERIC).to_string());
-    format!("v1/{}{path}", super::PREFIX)
+    format!("v1/{}{path}", crate::prefixes::CATALOG)
 }
 
 /// loadCredentials: the credentials loadTable would vend, as a list (empty when

@@ -7,7 +7,6 @@ mod catalog_config;
 mod console;
 mod credentials;
 mod detach;
-mod endpoints;
 mod etag;
 mod forwarded;
 mod health;
@@ -44,11 +43,8 @@ use crate::mounts::Mounts;
 use crate::paging::PageTokens;
 use crate::storage::vending::Vendor;
 
-pub use endpoints::Endpoint;
+pub use crate::endpoints::Endpoint;
 pub use request_id::RequestIds;
-
-/// The REST prefix this server advertises in `/v1/config` (`overrides.prefix`).
-pub const PREFIX: &str = "catalog";
 
 /// What every handler shares.
 pub struct AppState {

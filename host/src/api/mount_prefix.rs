@@ -16,8 +16,9 @@ use axum::response::{IntoResponse, Response};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-use super::{State, PREFIX};
+use super::State;
 use crate::error::Error;
+use crate::prefixes::{CATALOG as PREFIX, OAUTH, ROOT as ROOT_PREFIX};
 
 /// The largest body rewritten (axum's own JSON limit).
 const BODY_LIMIT: usize = 2 << 20;
@@ -33,10 +34,6 @@ const REQUEST_NAMESPACES: &[&str] = &[
 
 /// Where an answer names namespaces.
 const ANSWER_NAMESPACES: &[&str] = &["/namespace", "/namespaces/*", "/identifiers/*/namespace"];
-
-/// The prefix of the root catalog alone, without the mounts: where a Java engine writes
-/// to it while a read-only mount leaves the whole tree's `/v1/config` with no writes.
-pub const ROOT_PREFIX: &str = "root";
 
 /// What a prefix other than the whole tree's targets.
 enum Scope {
@@ -67,7 +64,7 @@ pub async fn scope(axum::extract::State(state): State, request: Request, next: N
 /// What a `/v1/<prefix>/…` path targets; `None` for the whole tree and every other path.
 fn scope_of(state: &super::AppState, path: &str) -> Option<Scope> {
     let (prefix, _) = path.strip_prefix("/v1/")?.split_once('/')?;
-    if prefix == PREFIX || prefix == "oauth" {
+    if prefix == PREFIX || prefix == OAUTH {
         return None;
     }
     if prefix == ROOT_PREFIX {

@@ -62,7 +62,7 @@ fn mount_of<'a>(state: &'a AppState, uri: &axum::http::Uri) -> &'a str {
     let path = uri.path();
     let after = path
         .strip_prefix("/v1/")
-        .and_then(|p| p.strip_prefix(super::PREFIX))
+        .and_then(|p| p.strip_prefix(crate::prefixes::CATALOG))
         .and_then(|p| p.strip_prefix("/namespaces/"))
         .or_else(|| path.split_once("/namespaces/").map(|(_, after)| after));
     let segment = after.map(|after| {

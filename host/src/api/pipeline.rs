@@ -16,13 +16,20 @@ use axum::response::{IntoResponse, Response};
 
 use std::sync::Arc;
 
-use super::{detach, endpoints, idempotency, observed, AppState, Endpoint, State};
+use super::{detach, idempotency, observed, AppState, Endpoint, State};
 use crate::auth::Caller;
+use crate::error::Error;
 
-/// A request no route matched: observed, then answered by `endpoints::fallback`.
+/// A request no route matched: observed, then answered 501 if the spec has it (and the
+/// host does not yet), else 404.
 pub async fn unrouted(axum::extract::State(state): State, request: Request) -> Response {
     observed::observe(&state, request, |request| async move {
-        endpoints::fallback(request.method().clone(), request.uri().clone()).await.into_response()
+        let (method, path) = (request.method(), request.uri().path());
+        if crate::endpoints::not_yet(path) {
+            Error::Unsupported(format!("{method} {path} is not implemented by this server")).into_response()
+        } else {
+            Error::NotFound(format!("no route for {method} {path}")).into_response()
+        }
     })
     .await
 }

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::http::header::HeaderName;
 use axum::http::{HeaderMap, HeaderValue};
 
+use crate::logs::plain_request_id;
+
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The longest request id a client may choose.
@@ -61,18 +63,12 @@ impl Default for RequestIds {
     }
 }
 
-/// Whether a client's id may be used: not too long, and [`plain`]. It goes into every
-/// log and audit line of the request, where a forged structure or a megabyte of it has
-/// no place; an unfit one is replaced by ours.
+/// Whether a client's id may be used: not too long, and plain ([`plain_request_id`]).
+/// It goes into every log and audit line of the request, where a forged structure or a
+/// megabyte of it has no place; an unfit one is replaced by ours.
 fn fit(id: &HeaderValue) -> bool {
     let id = id.as_bytes();
-    !id.is_empty() && id.len() <= REQUEST_ID_MAX && plain(id)
-}
-
-/// Only letters, digits and `-_.:`: written as it is, an id needs no escaping in a
-/// text or JSON log line.
-pub fn plain(id: &[u8]) -> bool {
-    id.iter().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b))
+    !id.is_empty() && id.len() <= REQUEST_ID_MAX && plain_request_id(id)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 pub use open::{check_name, http_grant, mount_grants, open_mounts, refuse_shadowing, tcp_grant};
 
-use crate::api::Endpoint;
+use crate::endpoints::Endpoint;
 use crate::error::Error;
 use crate::plugins::bindings::Features;
 use crate::plugins::Backend;

@@ -5,7 +5,7 @@ use std::ops::Deref;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::config::MountGrant;
+use crate::config::BuiltinBackend;
 
 /// A built-in component's bytes and their SHA-256, both written by host/build.rs.
 type Embedded = (&'static [u8], &'static [u8; 32]);
@@ -31,24 +31,16 @@ static S3TABLES: Embedded = built!("s3tables.wasm");
 /// The Hive Metastore backend, built from `plugins/hms`.
 static HMS: Embedded = built!("hms.wasm");
 
-/// A built-in component: its name, bytes and digest, and what a mount grants it unless
-/// it says otherwise (`grants`). What it does, it declares as any component does.
-struct Builtin {
-    name: &'static str,
-    embedded: &'static Embedded,
-    grants: &'static [MountGrant],
-}
-
-const BUILTINS: &[Builtin] = &[
-    Builtin { name: "native", embedded: &NATIVE, grants: &[MountGrant::Kv] },
-    Builtin { name: "rest", embedded: &REST, grants: &[MountGrant::Http] },
-    Builtin { name: "glue", embedded: &GLUE, grants: &[MountGrant::Http] },
-    Builtin { name: "s3tables", embedded: &S3TABLES, grants: &[MountGrant::Http] },
-    Builtin { name: "hms", embedded: &HMS, grants: &[MountGrant::Tcp] },
-];
-
-fn builtin(backend: &str) -> Option<&'static Builtin> {
-    BUILTINS.iter().find(|b| b.name == backend)
+/// A built-in component's bytes and digest. What it does, it declares as any component
+/// does.
+fn embedded(backend: BuiltinBackend) -> &'static Embedded {
+    match backend {
+        BuiltinBackend::Native => &NATIVE,
+        BuiltinBackend::Rest => &REST,
+        BuiltinBackend::Glue => &GLUE,
+        BuiltinBackend::S3Tables => &S3TABLES,
+        BuiltinBackend::Hms => &HMS,
+    }
 }
 
 /// A component: its bytes and their SHA-256, which names its compiled form in the
@@ -80,23 +72,12 @@ impl Deref for Wasm {
     }
 }
 
-/// What a mount grants a component by default: a built-in's own grants; a key space
-/// for a drop-in file.
-pub const DROP_IN_GRANTS: &[MountGrant] = &[MountGrant::Kv];
-
 /// The component a `backend` setting names: a built-in name or a file path.
 pub fn component(backend: &str) -> Result<Wasm, String> {
-    match builtin(backend) {
-        Some(Builtin { embedded: (bytes, digest), .. }) => {
-            Ok(Wasm { bytes: Bytes::from_static(bytes), digest: **digest })
-        }
+    match BuiltinBackend::named(backend).map(embedded) {
+        Some((bytes, digest)) => Ok(Wasm { bytes: Bytes::from_static(bytes), digest: **digest }),
         None => std::fs::read(backend).map(Wasm::new).map_err(|e| format!("cannot read component file {backend}: {e}")),
     }
-}
-
-/// The grants a mount of `backend` gets when its configuration names none.
-pub fn default_grants(backend: &str) -> &'static [MountGrant] {
-    builtin(backend).map_or(DROP_IN_GRANTS, |b| b.grants)
 }
 
 #[cfg(test)]
@@ -105,8 +86,8 @@ mod tests {
 
     #[test]
     fn each_built_in_digest_is_the_sha256_of_its_bytes() {
-        for Builtin { name, .. } in BUILTINS {
-            let wasm = component(name).unwrap();
+        for backend in BuiltinBackend::ALL {
+            let (name, wasm) = (backend.name(), component(backend.name()).unwrap());
             assert_eq!(*wasm.digest(), <[u8; 32]>::from(Sha256::digest(&*wasm)), "{name}");
         }
     }

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::api::Endpoint;
+use crate::endpoints::Endpoint;
 use crate::plugins::bindings::{Features, Ident, PageRequest, Pointer, TableCommit};
 use crate::plugins::{Backend, BackendError, BackendErrorKind};
 

@@ -4,7 +4,6 @@
 
 use super::rustberg::catalog as current;
 use super::{Description, Features, WitError};
-use crate::api::Endpoint;
 use crate::plugins::host_state::HostState;
 
 /// The 0.1 series' types: the current series' (which kept every one of them), and the
@@ -51,18 +50,26 @@ pub mod optional {
 
 use rustberg::catalog::{clock, config, http, kv, log};
 
+/// The endpoints, as the frozen 0.1 contract lists them, that turn on a feature: its
+/// own vocabulary, which stays as it was whatever the host's endpoint table becomes.
+const UPDATE_PROPERTIES: &str = "POST /v1/{prefix}/namespaces/{namespace}/properties";
+const LOAD_VIEW: &str = "GET /v1/{prefix}/namespaces/{namespace}/views/{view}";
+const RENAME_TABLE: &str = "POST /v1/{prefix}/tables/rename";
+const RENAME_VIEW: &str = "POST /v1/{prefix}/views/rename";
+const COMMIT_TRANSACTION: &str = "POST /v1/{prefix}/transactions/commit";
+
 /// What a 0.1.x backend's capabilities say in features: each endpoint it listed turns
 /// on the feature that serves it. Nothing beyond the contract is assumed of it.
 pub fn describe(capabilities: types::CapabilitySet) -> Description {
-    let lists = |endpoint: Endpoint| capabilities.endpoints.iter().any(|e| e == endpoint.spec());
+    let lists = |endpoint: &str| capabilities.endpoints.iter().any(|e| e == endpoint);
     let mut features = Features::empty();
     for (listed, feature) in [
         (capabilities.can_write, Features::WRITES),
         (capabilities.host_readable_manifests, Features::HOST_READABLE_MANIFESTS),
-        (lists(Endpoint::UpdateNamespaceProperties), Features::NAMESPACE_PROPERTIES),
-        (lists(Endpoint::LoadView), Features::VIEWS),
-        (lists(Endpoint::RenameTable) || lists(Endpoint::RenameView), Features::RENAME),
-        (lists(Endpoint::CommitTransaction), Features::MULTI_TABLE_COMMIT),
+        (lists(UPDATE_PROPERTIES), Features::NAMESPACE_PROPERTIES),
+        (lists(LOAD_VIEW), Features::VIEWS),
+        (lists(RENAME_TABLE) || lists(RENAME_VIEW), Features::RENAME),
+        (lists(COMMIT_TRANSACTION), Features::MULTI_TABLE_COMMIT),
     ] {
         if listed {
             features |= feature;
@@ -148,6 +155,21 @@ impl http::Host for HostState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoints::Endpoint;
+
+    /// The 0.1 contract's strings are the spec's, as the endpoint table writes them.
+    #[test]
+    fn the_0_1_endpoint_strings_are_the_specs() {
+        for (string, endpoint) in [
+            (UPDATE_PROPERTIES, Endpoint::UpdateNamespaceProperties),
+            (LOAD_VIEW, Endpoint::LoadView),
+            (RENAME_TABLE, Endpoint::RenameTable),
+            (RENAME_VIEW, Endpoint::RenameView),
+            (COMMIT_TRANSACTION, Endpoint::CommitTransaction),
+        ] {
+            assert_eq!(string, endpoint.spec());
+        }
+    }
 
     #[test]
     fn a_0_1_backend_is_described_by_the_endpoints_it_listed() {

@@ -1,15 +1,13 @@
 //! Every endpoint of the Iceberg REST API the host serves, named once: its method and
 //! path as the spec writes them, its operation's name, whether it changes a catalog,
 //! and what a backend must declare for a mount of it to serve the endpoint.
-//! The router (`api::router`, which gives each its handler), the list `/v1/config`
+//! The router (`api::router`, which gives each its handler), what `authz` demands,, the list `/v1/config`
 //! advertises, what the pipeline detaches and makes idempotent, the privilege a handler
 //! demands, and the route template metrics and audit records carry all come from this
 //! one list.
 
-use axum::http::{Method, Uri};
+use axum::http::Method;
 
-use crate::authz::Privilege;
-use crate::error::Error;
 use crate::plugins::bindings::Features;
 
 /// Whether an endpoint changes a catalog.
@@ -61,15 +59,6 @@ macro_rules! endpoints {
                 match self {
                     $(Endpoint::$name => $operation,)*
                 }
-            }
-
-            /// What the caller must hold on the namespace, table or view it names: a
-            /// change needs write, anything else read. (A new root namespace asks the
-            /// caller's tenant role instead: it has no parent to hold anything on.) Each
-            /// handler asks it of its own endpoint, a constant: handing the endpoint over
-            /// as a request extension cost a loadTable 600 instructions.
-            pub fn privilege(self) -> Privilege {
-                if self.mutating() { Privilege::Write } else { Privilege::Read }
             }
 
             /// Whether it changes a catalog.
@@ -146,7 +135,7 @@ impl Endpoint {
     /// Its route in this server's router: under the prefix the server advertises, with
     /// each path parameter a name axum takes (`{plan-id}` as `{plan_id}`).
     pub fn route(self) -> String {
-        format!("/v1/{}{}", super::PREFIX, self.path().replace("{plan-id}", "{plan_id}"))
+        format!("/v1/{}{}", crate::prefixes::CATALOG, self.path().replace("{plan-id}", "{plan_id}"))
     }
 }
 
@@ -154,13 +143,10 @@ impl Endpoint {
 /// real clients read as "unsupported") and are absent from `endpoints`.
 const NOT_YET: &[&str] = &["/functions"];
 
-/// Answers requests no route matched.
-pub async fn fallback(method: Method, uri: Uri) -> Error {
-    let path = uri.path();
-    if path.starts_with("/v1/") && NOT_YET.iter().any(|part| path.contains(part)) {
-        return Error::Unsupported(format!("{method} {path} is not implemented by this server"));
-    }
-    Error::NotFound(format!("no route for {method} {path}"))
+/// Whether `path`, which no route matched, is one of the spec's that the host does not
+/// implement yet.
+pub fn not_yet(path: &str) -> bool {
+    path.starts_with("/v1/") && NOT_YET.iter().any(|part| path.contains(part))
 }
 
 #[cfg(test)]
