@@ -33,6 +33,7 @@ use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
+use rustberg_remote::one_level::{dotted, OneLevel};
 use rustberg_remote::pages::walk;
 use serde_json::{json, Map, Value};
 
@@ -42,20 +43,16 @@ const GLUE_PAGE: u32 = 100;
 const LOCATION: &str = "location";
 const COMMENT: &str = "comment";
 
-fn dotted(ns: &[String]) -> String {
-    ns.join(".")
-}
+/// Glue's databases are its namespaces: one level.
+const DATABASES: OneLevel = OneLevel { service: "Glue" };
 
-/// The Glue database a namespace is: exactly one level.
+/// The name a namespace has in Glue.
 fn database(ns: &[String]) -> Result<&str, Error> {
-    match ns {
-        [name] => Ok(name),
-        _ => Err(Error::NotFound(format!("namespace {} does not exist: Glue has one level of namespaces", dotted(ns)))),
-    }
+    DATABASES.existing(ns).map_err(Error::NotFound)
 }
 
 fn unsupported(what: &str) -> Error {
-    Error::Unsupported(format!("Glue has no {what}"))
+    Error::Unsupported(DATABASES.has_no(what))
 }
 
 // --- paging ---------------------------------------------------------------
@@ -186,12 +183,7 @@ impl Guest for Glue {
     }
 
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
-        let [name] = ns.as_slice() else {
-            return Err(Error::BadRequest(format!(
-                "Glue has one level of namespaces: {} cannot be created under a Glue mount",
-                dotted(&ns)
-            )));
-        };
+        let name = DATABASES.creatable(&ns).map_err(Error::BadRequest)?;
         api::call("CreateDatabase", json!({ "DatabaseInput": database_input(name, &props) }))?;
         Ok(props)
     }
@@ -237,9 +229,7 @@ impl Guest for Glue {
     }
 
     fn create_table(table: Ident, state: Pointer) -> Result<(), Error> {
-        let db = database(&table.namespace).map_err(|_| {
-            Error::NotFound(format!("namespace {} does not exist: Glue has one level", dotted(&table.namespace)))
-        })?;
+        let db = database(&table.namespace)?;
         let input = table_input(&table.name, &state, None, None)?;
         api::call("CreateTable", json!({ "DatabaseName": db, "TableInput": input })).map(drop)
     }

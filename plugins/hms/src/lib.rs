@@ -41,6 +41,7 @@ use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
+use rustberg_remote::one_level::OneLevel;
 use tables::Kind;
 
 /// Namespace properties the metastore keeps outside a database's parameters.
@@ -53,19 +54,12 @@ const PRINCIPAL_TYPES: [(&str, i32); 3] = [("USER", 1), ("ROLE", 2), ("GROUP", 3
 /// The table property naming a table's owner in the metastore (Iceberg's HiveCatalog).
 const TABLE_OWNER: &str = "hive.metastore.table.owner";
 
-fn dotted(ns: &[String]) -> String {
-    ns.join(".")
-}
+/// The metastore's databases are its namespaces: one level.
+const DATABASES: OneLevel = OneLevel { service: "the Hive Metastore" };
 
-/// The database a namespace is: exactly one level.
+/// The name a namespace has in the Hive Metastore.
 fn database(ns: &[String]) -> Result<&str, Error> {
-    match ns {
-        [name] => Ok(name),
-        _ => Err(Error::NotFound(format!(
-            "namespace {} does not exist: the Hive Metastore has one level of namespaces",
-            dotted(ns)
-        ))),
-    }
+    DATABASES.existing(ns).map_err(Error::NotFound)
 }
 
 /// The metastore writes local paths as `file:/x`; Iceberg and the host write `file:///x`.
@@ -201,8 +195,7 @@ fn list(ns: &[String], page: PageRequest, kind: Kind) -> Result<NamePage, Error>
 }
 
 fn create(id: &Ident, kind: Kind, state: &Pointer) -> Result<(), Error> {
-    let db = database(&id.namespace)
-        .map_err(|_| Error::NotFound(format!("namespace {} does not exist", dotted(&id.namespace))))?;
+    let db = database(&id.namespace)?;
     get_database(db)?;
     if taken(db, &id.name)? {
         return Err(Error::AlreadyExists(format!("{db}.{} already exists", id.name)));
@@ -320,12 +313,7 @@ impl Guest for Hms {
     }
 
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
-        let [name] = ns.as_slice() else {
-            return Err(Error::BadRequest(format!(
-                "the Hive Metastore has one level of namespaces: {} cannot be created under it",
-                dotted(&ns)
-            )));
-        };
+        let name = DATABASES.creatable(&ns).map_err(Error::BadRequest)?;
         match get_database(name) {
             Ok(_) => return Err(Error::AlreadyExists(format!("namespace {name} already exists"))),
             Err(Error::NotFound(_)) => {}

@@ -31,6 +31,7 @@ use rustberg::catalog::types::{
     Description, Error, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, Pointer,
     Properties, PropertiesUpdate, TableCommit,
 };
+use rustberg_remote::one_level::{dotted, OneLevel};
 use rustberg_remote::pages::walk;
 use rustberg_remote::path::segment;
 use serde_json::{json, Value};
@@ -38,23 +39,16 @@ use serde_json::{json, Value};
 /// The page size asked of S3 Tables: fixed, so a (token, offset) cursor finds its row.
 const PAGE: &str = "100";
 
-fn dotted(ns: &[String]) -> String {
-    ns.join(".")
-}
+/// The table bucket's namespaces: one level.
+const NAMESPACES: OneLevel = OneLevel { service: "S3 Tables" };
 
-/// The S3 Tables namespace a namespace is: exactly one level.
+/// The name a namespace has in S3 Tables.
 fn namespace(ns: &[String]) -> Result<&str, Error> {
-    match ns {
-        [name] => Ok(name),
-        _ => Err(Error::NotFound(format!(
-            "namespace {} does not exist: S3 Tables has one level of namespaces",
-            dotted(ns)
-        ))),
-    }
+    NAMESPACES.existing(ns).map_err(Error::NotFound)
 }
 
 fn unsupported(what: &str) -> Error {
-    Error::Unsupported(format!("S3 Tables has no {what}"))
+    Error::Unsupported(NAMESPACES.has_no(what))
 }
 
 fn namespace_path(ns: &str) -> Result<String, Error> {
@@ -146,12 +140,7 @@ impl Guest for S3Tables {
     }
 
     fn create_namespace(ns: Vec<String>, props: Properties) -> Result<Properties, Error> {
-        let [name] = ns.as_slice() else {
-            return Err(Error::BadRequest(format!(
-                "S3 Tables has one level of namespaces: {} cannot be created under an S3 Tables mount",
-                dotted(&ns)
-            )));
-        };
+        let name = NAMESPACES.creatable(&ns).map_err(Error::BadRequest)?;
         if !props.is_empty() {
             return Err(Error::BadRequest("S3 Tables namespaces hold no properties".into()));
         }
