@@ -28,6 +28,7 @@ fn pytest_hms(test: &str, metastore: &Metastore, server: &Server) {
 
 #[test]
 fn pyiceberg_and_its_own_hive_catalog_share_tables_through_an_hms_mount() {
+    let _turn = support::jvm_turn_blocking();
     let metastore = Metastore::start();
     let server = hms_server(&metastore);
     for test in [
@@ -43,6 +44,7 @@ fn pyiceberg_and_its_own_hive_catalog_share_tables_through_an_hms_mount() {
 
 #[test]
 fn writers_through_rustberg_and_the_hive_catalog_lose_nothing_and_the_conformance_suite_passes() {
+    let _turn = support::jvm_turn_blocking();
     let metastore = Metastore::start();
     let server = hms_server(&metastore);
     pytest_hms("test_writers_through_rustberg_and_the_hive_catalog_lose_nothing", &metastore, &server);
@@ -54,6 +56,7 @@ fn writers_through_rustberg_and_the_hive_catalog_lose_nothing_and_the_conformanc
 
 #[tokio::test]
 async fn a_lock_left_behind_lasts_until_the_metastore_times_it_out_and_a_restarted_metastore_is_found_again() {
+    let _turn = support::jvm_turn().await;
     let mut metastore = Metastore::with_lock_timeout(5);
     let server = hms_server(&metastore);
     let warehouse = metastore.warehouse();
@@ -155,6 +158,7 @@ fn plugin_check_reports_the_tcp_grant() {
 /// RESTCatalog on the hms mount share tables both ways (`tests/python/test_spark_hive.py`).
 #[test]
 fn spark_and_its_hive_catalog_share_tables_through_an_hms_mount() {
+    let _turn = support::jvm_turn_blocking();
     let metastore = Metastore::start();
     let server = hms_server(&metastore);
     let (venv, jars) = support::spark::spark();
@@ -178,6 +182,7 @@ fn spark_and_its_hive_catalog_share_tables_through_an_hms_mount() {
 /// clients) call `get_table`, so they cannot take part (docs/federation.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hive_4_metastore_serves_the_mount_too() {
+    let _turn = support::jvm_turn().await;
     let mut metastore = Metastore::hive4();
     let report = support::conformance_report("hms", &hms_mount("legacy", &metastore, "acme"), "legacy", &[]);
     assert!(report.contains(" 0 failed"), "{report}\nthe metastore's log:\n{}", metastore.log());

@@ -100,6 +100,7 @@ fn assert_writable_passes(outcome: &Outcome) {
 
 #[test]
 fn the_rck_passes_against_the_whole_tree() {
+    let _turn = support::jvm_turn_blocking();
     let server = Server::start(&format!("[storage]\n{KIT_WAREHOUSE}"));
     let credential = server.credential.clone().expect("a minted admin");
     assert_writable_passes(&run_rck(&server, &credential, None));
@@ -107,6 +108,7 @@ fn the_rck_passes_against_the_whole_tree() {
 
 #[tokio::test]
 async fn the_rck_passes_against_a_native_mount_on_postgres() {
+    let _turn = support::jvm_turn().await;
     let Some(database) = postgres_database().await else { return };
     let server = Server::start(&format!(
         "[mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\n{KIT_WAREHOUSE}owner = \"acme\"\n"
@@ -121,6 +123,7 @@ async fn the_rck_passes_against_a_native_mount_on_postgres() {
 /// nothing fails.
 #[test]
 fn the_rck_passes_against_a_read_only_rest_mount_of_another_rustberg() {
+    let _turn = support::jvm_turn_blocking();
     let remote = Server::start("");
     let token = remote.admin_token();
     let server = Server::try_start_with_env(
@@ -161,6 +164,7 @@ fn mounting(remote: &str, token: Option<&str>) -> Server {
 
 #[test]
 fn the_rck_through_a_read_write_mount_of_another_rustberg_matches_it_directly() {
+    let _turn = support::jvm_turn_blocking();
     let remote = Server::start(&format!("[storage]\n{KIT_WAREHOUSE}"));
     let direct = run_rck(&remote, remote.credential.as_deref().expect("a minted admin"), None);
     let remote = Server::start(&format!("[storage]\n{KIT_WAREHOUSE}"));
@@ -173,6 +177,7 @@ fn the_rck_through_a_read_write_mount_of_another_rustberg_matches_it_directly() 
 /// name.
 #[test]
 fn the_rck_through_a_read_write_mount_of_icebergs_reference_server_matches_it_directly() {
+    let _turn = support::jvm_turn_blocking();
     let reference = Peer::iceberg_reference();
     let direct = run_rck_at(&reference.base, "-", None, false);
     let reference = Peer::iceberg_reference();
@@ -186,6 +191,7 @@ fn the_rck_through_a_read_write_mount_of_icebergs_reference_server_matches_it_di
 /// (sent encoded), its warehouse on moto; it takes no credential and no dot in a name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rck_through_a_read_write_mount_of_nessie_matches_it_directly() {
+    let _turn = support::jvm_turn().await;
     let moto = Moto::start("nessie").await;
     let s3 = moto.url.clone();
     let outcomes = tokio::task::spawn_blocking(move || {

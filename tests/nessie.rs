@@ -38,6 +38,7 @@ async fn nessie_mounted() -> (Moto, Peer, Server) {
 /// busy cores made a start miss its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nessie_mounted_read_write_serves_the_protocol_and_the_clients() {
+    let _turn = support::jvm_turn().await;
     let (_moto, nessie, s) = nessie_mounted().await;
     the_rest_protocol_goes_through(&nessie, &s).await;
     pyiceberg_duckdb_and_spark_write_and_read(&nessie, &s);

@@ -14,6 +14,7 @@ const STS_LIFETIME_S: u64 = 20;
 
 #[tokio::test]
 async fn spark_sql_end_to_end() {
+    let _turn = support::jvm_turn().await;
     let Some(database) = postgres_database().await else { return };
     let remote = Server::start("");
     let moto = Moto::start("lake").await;

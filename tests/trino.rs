@@ -11,6 +11,7 @@ use support::{redb_mount, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trino_476_creates_tables_in_schemas_made_without_a_location() {
+    let _turn = support::jvm_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&redb_mount("prod", dir.path(), "default"));
     let credential = server.credential.clone().unwrap();

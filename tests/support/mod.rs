@@ -46,6 +46,21 @@ impl std::ops::Deref for Server {
 }
 
 /// The folder holding the test components (built by host/build.rs).
+/// Tests that run JVMs (a Hive Metastore, Nessie, Spark, Trino, the Java compatibility
+/// kit) take turns, each for its whole run: in the one test binary, two of them starting
+/// JVMs at once on two cores made a start miss its deadline.
+static JVM_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// An async test's turn to run JVMs.
+pub async fn jvm_turn() -> tokio::sync::MutexGuard<'static, ()> {
+    JVM_TURN.lock().await
+}
+
+/// A test's turn to run JVMs, from outside a runtime.
+pub fn jvm_turn_blocking() -> tokio::sync::MutexGuard<'static, ()> {
+    JVM_TURN.blocking_lock()
+}
+
 pub fn components_dir() -> PathBuf {
     PathBuf::from(env!("RUSTBERG_COMPONENTS_DIR"))
 }
