@@ -1,10 +1,10 @@
 //! Every endpoint of the Iceberg REST API the host serves, named once: its method and
 //! path as the spec writes them, its operation's name, whether it changes a catalog,
 //! and what a backend must declare for a mount of it to serve the endpoint.
-//! The router (`api::router`, which gives each its handler), what `authz` demands,, the list `/v1/config`
+//! The router (`api::router`, which gives each its handler), the list `/v1/config`
 //! advertises, what the pipeline detaches and makes idempotent, the privilege a handler
-//! demands, and the route template metrics and audit records carry all come from this
-//! one list.
+//! demands (`authz` derives it from `mutating`), and the route template metrics and
+//! audit records carry all come from this one list.
 
 use axum::http::Method;
 
