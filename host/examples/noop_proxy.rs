@@ -50,7 +50,7 @@ struct Remote {
 
 async fn client(origin: String, listener: TcpListener) {
     // A rest mount's default timeouts (`[mount.*]` connect_timeout_ms, request_timeout_ms).
-    let client = rustberg::plugins::http::client(Duration::from_secs(1), Duration::from_secs(3)).expect("a client");
+    let client = rustberg::sandbox::http::client(Duration::from_secs(1), Duration::from_secs(3)).expect("a client");
     let app = Router::new().fallback(forward).with_state(Remote { origin, client });
     // As rustberg's listener.
     let listener = listener.tap_io(|tcp| {

@@ -8,11 +8,11 @@
 
 use axum::http::Method;
 
-use crate::plugins::bindings::Features;
+use crate::sandbox::bindings::Features;
 
 /// Whether an endpoint changes a catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Effect {
+enum ReadsOrWrites {
     /// Reads, or asks the host something (planning, credentials, metrics reports):
     /// served by a read-only mount too.
     Reads,
@@ -64,7 +64,7 @@ macro_rules! endpoints {
             /// Whether it changes a catalog.
             pub fn mutating(self) -> bool {
                 match self {
-                    $(Endpoint::$name => matches!(Effect::$effect, Effect::Writes),)*
+                    $(Endpoint::$name => matches!(ReadsOrWrites::$effect, ReadsOrWrites::Writes),)*
                 }
             }
 

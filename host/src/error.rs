@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::plugins::BackendError;
+use crate::sandbox::BackendError;
 use crate::storage::location_index::ClaimError;
 
 /// Everything a request can fail with.
@@ -150,7 +150,7 @@ impl Error {
     /// absent); every other failure keeps its meaning, and a refusal of the request or a
     /// failure names the mount.
     pub fn from_backend(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
-        use crate::plugins::BackendErrorKind as K;
+        use crate::sandbox::BackendErrorKind as K;
         let message = e.to_string();
         match e.kind {
             K::NotFound => absent(e.message),
@@ -169,7 +169,7 @@ impl Error {
 /// said the change did not apply (or refused it outright), otherwise
 /// commit-state-unknown, since the change may have applied.
 pub fn change_failed(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
-    use crate::plugins::BackendErrorKind as K;
+    use crate::sandbox::BackendErrorKind as K;
     let status = match e.kind {
         K::NotFound | K::AlreadyExists | K::Conflict | K::BadRequest | K::Unsupported => {
             return Error::from_backend(e, absent)

@@ -114,7 +114,7 @@ async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
                 }
                 None => conformance::Target::EphemeralKv,
             };
-            let wasm = rustberg::plugins::builtin::component(&component).map_err(|e| anyhow::anyhow!(e))?;
+            let wasm = rustberg::sandbox::builtin::component(&component).map_err(|e| anyhow::anyhow!(e))?;
             conformance::run(wasm, target, &config, &mut out).await?
         }
     };

@@ -11,8 +11,8 @@ use sqlx::Connection;
 
 use crate::config::{warehouse_url, CatalogUrl, Config};
 use crate::mounts::{check_name, http_grant, tcp_grant};
-use crate::plugins::contract::Granted;
-use crate::plugins::{builtin, Runtime};
+use crate::sandbox::contract::Granted;
+use crate::sandbox::{builtin, Runtime};
 
 /// How long reaching a database may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

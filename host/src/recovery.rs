@@ -10,8 +10,8 @@ use std::future::Future;
 use crate::authz::{Authorizer, Effect, Intent, Resource};
 use crate::error::Error;
 use crate::mounts::Mounts;
-use crate::plugins::bindings::Ident;
-use crate::plugins::BackendErrorKind;
+use crate::sandbox::bindings::Ident;
+use crate::sandbox::BackendErrorKind;
 
 /// Runs `change` (a backend change) under an intent for `effect`, and settles the
 /// intent by its outcome.

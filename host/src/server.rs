@@ -12,12 +12,13 @@ use crate::api::{self, AppState, Endpoint, RequestIds};
 use crate::audit::AuditLog;
 use crate::auth::{minted_admin, Authenticator, Directory, Oidc, OidcIdentity, Principal, TokenIssuer};
 use crate::authz::Authorizer;
+use crate::backends::Backend;
 use crate::config::CatalogUrl;
 use crate::config::Config;
 use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
-use crate::plugins::bindings::Features;
-use crate::plugins::{builtin, Backend, Grants, Runtime};
+use crate::sandbox::bindings::Features;
+use crate::sandbox::{builtin, Capabilities, Runtime};
 use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
 use crate::storage::location_index::LocationIndex;
 use crate::storage::vending::Vendor;
@@ -168,7 +169,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let runtime = Runtime::new(&all_limits, config.component_cache_dir(), config.component_cache.max_mib << 20)
         .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
-    let grants = Grants {
+    let grants = Capabilities {
         label: "root catalog".into(),
         kv: Some(root_kv),
         http: None,

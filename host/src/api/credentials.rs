@@ -14,7 +14,7 @@ use super::members::{self, Kind, Resolved};
 use super::{Endpoint, State};
 use crate::audit::Vend;
 use crate::auth::Caller;
-use crate::authz::{Access, Held, Privilege, Resource};
+use crate::authz::{Access, Entitlement, Privilege, Resource};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::storage::location::Location;
@@ -32,9 +32,9 @@ const MECHANISMS: [&str; 2] = ["vended-credentials", "remote-signing"];
 /// alone, not a copy of every header). A mechanism the spec does not name is a 400
 /// naming it: a client that misspells one would otherwise get no credentials and fail
 /// later, at its storage, for no reason it can see.
-pub struct Delegation(pub Option<String>);
+pub struct DelegationHeader(pub Option<String>);
 
-impl<S: Send + Sync> FromRequestParts<S> for Delegation {
+impl<S: Send + Sync> FromRequestParts<S> for DelegationHeader {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
@@ -116,7 +116,7 @@ pub fn data_access(authz: &Access, mount: &Mount, resource: &Resource) -> DataAc
 }
 
 /// [`data_access`] from what the caller holds, read once by the caller of this.
-pub fn access_of(held: Option<&Held<'_>>, mount: &Mount) -> DataAccess {
+pub fn access_of(held: Option<&Entitlement<'_>>, mount: &Mount) -> DataAccess {
     if held.is_some_and(|h| h.privilege >= Privilege::Write) && !mount.read_only {
         DataAccess::ReadWrite
     } else {
@@ -187,7 +187,7 @@ pub async fn load(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
 ) -> Result<axum::Json<serde_json::Value>, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadCredentials, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;

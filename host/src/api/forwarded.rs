@@ -22,8 +22,8 @@ use super::Endpoint;
 use crate::error::Error;
 use crate::mounts::{Mount, Mounts};
 use crate::paging::PageTokens;
-use crate::plugins::bindings::optional::Forwarded;
-use crate::plugins::BackendErrorKind;
+use crate::sandbox::bindings::optional::Forwarded;
+use crate::sandbox::BackendErrorKind;
 use crate::storage::location::{Location, LocationError};
 
 /// The client's headers a forwarded write carries on.

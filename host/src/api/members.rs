@@ -10,12 +10,12 @@ use super::model::{ListQuery, RenameTableRequest};
 use super::{parse_namespace, AppState, Endpoint};
 use crate::auth::Caller;
 use crate::authz::{Access, Effect, Privilege, Resource};
+use crate::backends::Listing;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, Entry, PageAsk};
-use crate::plugins::bindings::{Ident, PageRequest};
-use crate::plugins::Listing;
 use crate::recovery;
+use crate::sandbox::bindings::{Ident, PageRequest};
 use crate::tables;
 
 /// Tables or views.

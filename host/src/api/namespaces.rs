@@ -15,12 +15,12 @@ use super::model::{
 use super::{parse_namespace, Endpoint, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Access, Resource};
+use crate::backends::Listing;
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::namespaces::{self, Routed};
 use crate::paging::{self, Batch, Entry, PageAsk};
-use crate::plugins::bindings::PageRequest;
-use crate::plugins::Listing;
+use crate::sandbox::bindings::PageRequest;
 
 /// The cursor space of the mount names in a listing of the top level.
 const MOUNTS_SPACE: &str = "mounts";

@@ -9,7 +9,7 @@ use iceberg::spec::TableMetadata;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::credentials::{self, Delegation};
+use super::credentials::{self, DelegationHeader};
 use super::members::{self, Kind, Resolved};
 use super::{AppState, Endpoint, Json, State};
 use crate::auth::Caller;
@@ -99,7 +99,7 @@ pub async fn plan(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
     Json(mut request): Json<PlanRequest>,
 ) -> Result<axum::Json<Value>, Error> {
     let table = open(&state, caller, Endpoint::PlanTableScan, &raw, &name, delegation.clone()).await?;
@@ -141,7 +141,7 @@ pub async fn fetch_result(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
 ) -> Result<axum::Json<Value>, Error> {
     let Opened { resolved, metadata, location } =
         open(&state, caller, Endpoint::FetchPlanningResult, &raw, &name, delegation).await?;
@@ -156,7 +156,7 @@ pub async fn cancel(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name, plan_id)): Path<(String, String, String)>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
 ) -> Result<StatusCode, Error> {
     open(&state, caller, Endpoint::CancelPlanning, &raw, &name, delegation).await?;
     verify_plan_id(&state, &raw, &name, &plan_id)?;
@@ -174,7 +174,7 @@ pub async fn fetch_tasks(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
     Json(request): Json<FetchScanTasksRequest>,
 ) -> Result<axum::Json<Value>, Error> {
     let Opened { resolved, metadata, location } =

@@ -5,7 +5,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use super::credentials::{self, Delegated, Delegation};
+use super::credentials::{self, Delegated, DelegationHeader};
 use super::etag::{self, Digest128, IfNoneMatch, Representation, Tag};
 use super::forwarded::{self, Request};
 use super::idempotency::{Revend, Secrets};
@@ -19,8 +19,8 @@ use super::{parse_namespace, AppState, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Effect, Resource};
 use crate::error::Error;
-use crate::plugins::bindings::Ident;
 use crate::recovery;
+use crate::sandbox::bindings::Ident;
 use crate::storage::location::Location;
 use crate::tables::{self, NewTable, TableChange};
 
@@ -37,7 +37,7 @@ pub async fn create(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
     Path(raw): Path<String>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
     signer: SignerBase,
     headers: HeaderMap,
     JsonBody(req, raw_body): JsonBody<CreateTableRequest>,
@@ -169,7 +169,7 @@ pub async fn load(
     Extension(caller): Extension<Caller>,
     Path((raw, name)): Path<(String, String)>,
     Query(q): Query<LoadTableQuery>,
-    Delegation(delegation): Delegation,
+    DelegationHeader(delegation): DelegationHeader,
     signer: SignerBase,
     if_none_match: IfNoneMatch,
 ) -> Result<Response, Error> {

@@ -19,8 +19,8 @@ use super::{parse_namespace, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::Effect;
 use crate::error::Error;
-use crate::plugins::bindings::Ident;
 use crate::recovery;
+use crate::sandbox::bindings::Ident;
 use crate::tables;
 use crate::tables::views::{self, NewView, ViewRequirement};
 

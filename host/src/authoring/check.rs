@@ -6,8 +6,8 @@ use std::io::Write;
 use anyhow::anyhow;
 
 use crate::config::Config;
-use crate::plugins::contract::{self, Granted, HOST_VERSION};
-use crate::plugins::{builtin, Runtime};
+use crate::sandbox::contract::{self, Granted, HOST_VERSION};
+use crate::sandbox::{builtin, Runtime};
 
 /// Prints the report for `component` (a file or a built-in name); with `mount`, judged
 /// by that mount's grants. Ok(true) when the component would be accepted.

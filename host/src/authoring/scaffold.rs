@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 
-use crate::plugins::contract::HOST_VERSION;
+use crate::sandbox::contract::HOST_VERSION;
 
 const WIT: &str = include_str!("../../../wit/catalog.wit");
 

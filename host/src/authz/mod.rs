@@ -269,7 +269,7 @@ pub struct Access {
 
 /// What the caller holds on a resource, and the rule that gives it.
 #[derive(Debug, Clone, Copy)]
-pub struct Held<'a> {
+pub struct Entitlement<'a> {
     pub privilege: Privilege,
     pub rule: Rule<'a>,
 }
@@ -282,23 +282,23 @@ impl Access {
 
     /// The highest privilege the caller holds on `resource` and the rule that gives it
     /// (the owner's role before a grant that gives no more).
-    pub fn held(&self, resource: &Resource) -> Option<Held<'_>> {
+    pub fn held(&self, resource: &Resource) -> Option<Entitlement<'_>> {
         let root = resource.namespace().first()?;
         // A mount's declared owner decides for the whole mount; nothing its backend
         // stores can change that.
         let owner = self.mount_owners.get(root).or_else(|| self.known.state.owner(root))?;
         if self.caller.server_admin {
-            return Some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
+            return Some(Entitlement { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
         }
         let role = self.caller.role;
         let mut best = (self.caller.tenant == *owner)
-            .then(|| Held { privilege: role_privilege(role), rule: Rule::Owner { tenant: owner, role } });
+            .then(|| Entitlement { privilege: role_privilege(role), rule: Rule::Owner { tenant: owner, role } });
         let grantees = self.grantees.get_or_init(|| {
             [Grantee::Principal(self.caller.id().to_string()), Grantee::Tenant(self.caller.tenant.clone())]
         });
         for grant in grantees.iter().flat_map(|g| self.known.state.held(g, root)) {
             if grant.resource.covers(resource) && best.is_none_or(|b| grant.privilege > b.privilege) {
-                best = Some(Held { privilege: grant.privilege, rule: Rule::Grant { grant: &grant.id } });
+                best = Some(Entitlement { privilege: grant.privilege, rule: Rule::Grant { grant: &grant.id } });
             }
         }
         best
@@ -314,7 +314,14 @@ impl Access {
 
     /// Records a decision, when the audit log wants it (formatting nothing otherwise:
     /// reads are decided on every load).
-    fn audit(&self, action: &str, resource: impl Display, mount: Option<&str>, held: Option<Held>, allowed: bool) {
+    fn audit(
+        &self,
+        action: &str,
+        resource: impl Display,
+        mount: Option<&str>,
+        held: Option<Entitlement>,
+        allowed: bool,
+    ) {
         if self.audit.wants(action) {
             let decision = if allowed { Decision::Allowed } else { Decision::Denied };
             let (resource, rule) = (resource.to_string(), held.map(|h| h.rule));
@@ -325,7 +332,7 @@ impl Access {
 
     /// Records a vend for `resource`: what was issued or why nothing was, and the rule
     /// that gave the caller the access it was vended for.
-    pub fn audit_vend(&self, resource: &Resource, held: Option<Held>, vend: Vend) {
+    pub fn audit_vend(&self, resource: &Resource, held: Option<Entitlement>, vend: Vend) {
         if self.audit.wants("vend") {
             let decision = if matches!(vend, Vend::Issued { .. }) { Decision::Allowed } else { Decision::Denied };
             let record = Record {
@@ -343,7 +350,7 @@ impl Access {
 
     /// Records a remote signing decision for `resource`: every refusal, and the requests
     /// signed when `[audit] reads` asks for data access too (one per object request).
-    pub fn audit_sign(&self, resource: &Resource, held: Option<Held>, sign: Sign) {
+    pub fn audit_sign(&self, resource: &Resource, held: Option<Entitlement>, sign: Sign) {
         let signed = matches!(sign, Sign::Signed { .. });
         if self.audit.wants(if signed { "read" } else { "sign" }) {
             let record = Record {
@@ -414,7 +421,7 @@ impl Access {
         };
         let allowed = caller.server_admin || caller.role >= Role::Writer;
         telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
-        let held = Held { privilege: role_privilege(caller.role), rule };
+        let held = Entitlement { privilege: role_privilege(caller.role), rule };
         self.audit("create-namespace", format_args!("namespace {root}"), Some("root"), Some(held), allowed);
         if allowed {
             Ok(())
@@ -430,7 +437,7 @@ impl Access {
     pub fn require_server_admin(&self, what: &str) -> Result<(), Error> {
         let allowed = self.caller.server_admin;
         telemetry::authz_decision(if allowed { "allowed" } else { "denied" });
-        let held = allowed.then_some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
+        let held = allowed.then_some(Entitlement { privilege: Privilege::Manage, rule: Rule::ServerAdmin });
         self.audit("server-admin", what, None, held, allowed);
         if allowed {
             Ok(())
@@ -443,10 +450,10 @@ impl Access {
     pub fn require_tenant_admin(&self, tenant: &str, what: &str) -> Result<(), Error> {
         let caller = &self.caller;
         let held = if caller.server_admin {
-            Some(Held { privilege: Privilege::Manage, rule: Rule::ServerAdmin })
+            Some(Entitlement { privilege: Privilege::Manage, rule: Rule::ServerAdmin })
         } else if caller.tenant == tenant {
             let rule = Rule::TenantRole { tenant: &caller.tenant, role: caller.role };
-            Some(Held { privilege: role_privilege(caller.role), rule })
+            Some(Entitlement { privilege: role_privilege(caller.role), rule })
         } else {
             None
         };

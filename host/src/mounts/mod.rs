@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 pub use open::{check_name, http_grant, mount_grants, open_mounts, refuse_shadowing, tcp_grant};
 
+use crate::backends::Backend;
 use crate::endpoints::Endpoint;
 use crate::error::Error;
-use crate::plugins::bindings::Features;
-use crate::plugins::Backend;
+use crate::sandbox::bindings::Features;
 use crate::storage::warehouse::Warehouse;
 
 /// A backend with the warehouse it governs.

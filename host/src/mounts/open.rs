@@ -9,10 +9,11 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 
 use super::Mount;
+use crate::backends::Backend;
 use crate::config::{warehouse_url, CatalogUrl, Config, MountConfig, MountGrant};
-use crate::plugins::bindings::Features;
-use crate::plugins::{
-    builtin, http, tcp, Backend, BackendErrorKind, Grants, HostCredential, HttpGrant, Runtime, TcpGrant,
+use crate::sandbox::bindings::Features;
+use crate::sandbox::{
+    builtin, http, tcp, BackendErrorKind, Capabilities, HostCredential, HttpGrant, Runtime, TcpGrant,
 };
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use crate::storage::location_index::LocationIndex;
@@ -116,7 +117,7 @@ pub fn tcp_grant(name: &str, mount: &MountConfig) -> anyhow::Result<(TcpGrant, V
 /// What mount `name` grants its component: a key space in the store at `catalog_url`,
 /// requests to its origins, and its settings. `root` is the root catalog's store,
 /// which no mount may share.
-pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) -> anyhow::Result<Grants> {
+pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) -> anyhow::Result<Capabilities> {
     let granted = mount.grants();
     // The mount's own settings come first: `config.get` finds them before what the
     // host derives from the URL or the backend remembers.
@@ -144,7 +145,7 @@ pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) ->
         true => Some(open_store(mount, root).await?),
         false => None,
     };
-    Ok(Grants {
+    Ok(Capabilities {
         label: format!("mount `{name}`"),
         kv,
         http,
@@ -237,7 +238,7 @@ pub async fn refuse_shadowing<'a>(root: &Mount, names: impl Iterator<Item = &'a 
             Ok(_) => {
                 let tables = root
                     .backend
-                    .list_tables(vec![name.clone()], crate::plugins::bindings::PageRequest { after: None, limit: 1 })
+                    .list_tables(vec![name.clone()], crate::sandbox::bindings::PageRequest { after: None, limit: 1 })
                     .await
                     .map(|p| if p.items.is_empty() { "" } else { " and its tables" })
                     .unwrap_or("");

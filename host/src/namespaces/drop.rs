@@ -5,9 +5,9 @@ use super::{absent, Routed};
 use crate::authz::{Authorizer, Effect, Resource};
 use crate::error::Error;
 use crate::mounts::Mounts;
-use crate::plugins::riders::{Ridden, Rider};
-use crate::plugins::{BackendError, BackendErrorKind};
 use crate::recovery;
+use crate::sandbox::attempt::{Ridden, Rider};
+use crate::sandbox::{BackendError, BackendErrorKind};
 use crate::tables::{locations, serial};
 
 /// Drops the empty namespace `at` and forgets what the host held for it. Where the

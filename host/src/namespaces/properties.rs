@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::{absent, Routed};
 use crate::error::Error;
-use crate::plugins::bindings::PropertiesUpdate;
+use crate::sandbox::bindings::PropertiesUpdate;
 use crate::tables::locations::{self, LOCATION_PROPERTY};
 
 /// The properties of the namespace `at`.

@@ -15,7 +15,7 @@ use iceberg::spec::TableMetadata;
 use super::locations;
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::plugins::bindings::Pointer;
+use crate::sandbox::bindings::Pointer;
 use crate::storage::location::{Location, Scheme};
 use crate::storage::warehouse::Warehouse;
 

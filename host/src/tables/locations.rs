@@ -9,7 +9,7 @@
 use super::{no_such_namespace, Ident};
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::plugins::BackendErrorKind;
+use crate::sandbox::BackendErrorKind;
 use crate::storage::kv::Commit;
 use crate::storage::location::{Location, LocationError};
 use crate::storage::location_index::{ClaimId, ClaimKind};

@@ -23,8 +23,9 @@ use iceberg::{MetadataLocation, TableCreation, TableRequirement, TableUpdate};
 use self::locations::{NewClaim, Placement};
 use crate::error::{change_failed, Error, Member};
 use crate::mounts::Mount;
-use crate::plugins::bindings::{Ident, Pointer, TableCommit};
-use crate::plugins::BackendErrorKind;
+use crate::sandbox::attempt::Attempt;
+use crate::sandbox::bindings::{Ident, Pointer, TableCommit};
+use crate::sandbox::BackendErrorKind;
 use crate::storage::location::Location;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 
@@ -270,7 +271,7 @@ pub async fn create(
 
 /// The answer to a create or register (of a table or view) the backend refused or
 /// may have applied.
-async fn created_failed(mount: &Mount, ident: &Ident, creating: Member, e: crate::plugins::BackendError) -> Error {
+async fn created_failed(mount: &Mount, ident: &Ident, creating: Member, e: crate::sandbox::BackendError) -> Error {
     match e.kind {
         BackendErrorKind::AlreadyExists => {
             Error::name_taken(dotted(mount, ident), creating, holder_of(mount, ident).await)
@@ -336,19 +337,14 @@ pub async fn commit(
     }
     let warehouse = mount.warehouse()?;
     let _turn = serial::one_at_a_time(&mount.space, ident).await;
-    for attempt in 0..COMMIT_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(crate::storage::kv::swap_backoff(attempt)).await;
+    for round in 0..COMMIT_ATTEMPTS {
+        if round > 0 {
+            tokio::time::sleep(crate::storage::kv::swap_backoff(round)).await;
         }
-        let (prepared, swapped) = mount
-            .backend
-            .attempt(async {
-                let prepared = prepare(mount, ident, requirements, updates).await?;
-                let swapped =
-                    mount.backend.commit_table(ident.clone(), prepared.expected.clone(), prepared.new.clone()).await;
-                Ok::<_, Error>((prepared, swapped))
-            })
-            .await?;
+        let mut attempt = mount.backend.attempt();
+        let prepared = prepare(mount, &mut attempt, ident, requirements, updates).await?;
+        let (expected, new) = (prepared.expected.clone(), prepared.new.clone());
+        let swapped = mount.backend.commit_table_in(&mut attempt, ident.clone(), expected, new).await;
         match swapped {
             Ok(()) => {
                 prepared.landed(mount);
@@ -394,12 +390,14 @@ impl Prepared {
 /// claimed first.
 async fn prepare(
     mount: &Mount,
+    attempt: &mut Attempt,
     ident: &Ident,
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
 ) -> Result<Prepared, Error> {
     // Owned: its location and config go into the commit (copied if a kept answer).
-    let pointer = Arc::unwrap_or_clone(load(mount, ident, None).await?);
+    let loaded = mount.backend.load_table_in(Some(attempt), ident, None).await;
+    let pointer = Arc::unwrap_or_clone(loaded.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?);
     let held = held::current(mount, &pointer).await?;
     let current = held.take_metadata().map_err(invalid_metadata(&pointer))?;
     requirements::check(requirements, &current)?;
@@ -449,13 +447,9 @@ pub struct TableChange {
 /// Commits changes to several tables of one backend atomically: every requirement is
 /// checked and every new metadata file written first, then one conditional commit
 /// swaps every pointer, or none. A refusal answers 409 and leaves no file behind; an
-/// unknown outcome keeps the files.
+/// unknown outcome keeps the files. It is one attempt: a lost swap is 409, not retried.
 pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
-    mount.backend.attempt(transaction_attempt(mount, changes)).await
-}
-
-/// One attempt at a transaction (there is no retry: a lost swap is 409).
-async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
+    let mut attempt = mount.backend.attempt();
     let warehouse = mount.warehouse()?;
     let mut prepared = Vec::with_capacity(changes.len());
     let mut outcome = Ok(());
@@ -464,7 +458,7 @@ async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(
             outcome = Err(Error::BadRequest("assert-create is not supported inside a transaction".into()));
             break;
         }
-        match prepare(mount, &change.ident, &change.requirements, &change.updates).await {
+        match prepare(mount, &mut attempt, &change.ident, &change.requirements, &change.updates).await {
             Ok(p) => prepared.push((change.ident.clone(), p)),
             Err(e) => {
                 outcome = Err(e);
@@ -481,7 +475,7 @@ async fn transaction_attempt(mount: &Mount, changes: &[TableChange]) -> Result<(
                 new: p.new.clone(),
             })
             .collect();
-        match mount.backend.commit_transaction(commits).await {
+        match mount.backend.commit_transaction_in(&mut attempt, commits).await {
             Ok(()) => {
                 for (_, p) in &prepared {
                     p.landed(mount);
@@ -665,7 +659,7 @@ async fn rename_outcome(
     mount: &Mount,
     source: &Ident,
     destination: &Ident,
-    renamed: Result<(), crate::plugins::BackendError>,
+    renamed: Result<(), crate::sandbox::BackendError>,
     absent: impl FnOnce(String) -> Error,
 ) -> Result<(), Error> {
     match renamed {

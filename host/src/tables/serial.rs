@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::plugins::bindings::Ident;
+use crate::sandbox::bindings::Ident;
 
 /// What is changed one at a time: a table by (namespace, name), a namespace by its path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

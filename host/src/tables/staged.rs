@@ -8,7 +8,7 @@ use super::{create, dotted, format_version, holder_of, locations, Committed};
 use crate::error::Error;
 use crate::error::Member;
 use crate::mounts::Mount;
-use crate::plugins::bindings::Ident;
+use crate::sandbox::bindings::Ident;
 
 /// Creates a table from the updates of an `assert-create` commit.
 pub async fn create_from_updates(

@@ -14,8 +14,8 @@ use super::locations::{self, Placement};
 use super::{created_failed, dotted, pointer_of as pointer, rename_outcome, require_namespace, Committed};
 use crate::error::{change_failed, Error, Member};
 use crate::mounts::Mount;
-use crate::plugins::bindings::{Ident, Pointer};
-use crate::plugins::BackendErrorKind;
+use crate::sandbox::bindings::{Ident, Pointer};
+use crate::sandbox::BackendErrorKind;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 
 /// The one requirement the spec defines for views.

@@ -4,9 +4,10 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::backends::Backend;
 use crate::endpoints::Endpoint;
-use crate::plugins::bindings::{Features, Ident, PageRequest, Pointer, TableCommit};
-use crate::plugins::{Backend, BackendError, BackendErrorKind};
+use crate::sandbox::bindings::{Features, Ident, PageRequest, Pointer, TableCommit};
+use crate::sandbox::{BackendError, BackendErrorKind};
 
 pub type Outcome = Result<(), String>;
 type CaseFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
 
+use crate::backends::Backend;
 use crate::config::{CatalogUrl, Config, MountConfig};
 use crate::mounts::mount_grants;
-use crate::plugins::bindings::Features;
-use crate::plugins::builtin::Wasm;
-use crate::plugins::{Backend, BackendErrorKind, Grants, Runtime};
+use crate::sandbox::bindings::Features;
+use crate::sandbox::builtin::Wasm;
+use crate::sandbox::{BackendErrorKind, Capabilities, Runtime};
 use crate::storage::kv::{KvStore, PgStore, RedbStore};
 use cases::{Fixture, Needs, CASES};
 
@@ -53,7 +54,7 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
     let (grants, unreachable_grants, against) = match &target {
         Target::EphemeralKv => {
             let store = RedbStore::open(&scratch.path().join("conformance.redb"))?;
-            let kv = |space: KvStore| Grants {
+            let kv = |space: KvStore| Capabilities {
                 label: format!("mount `{name}`"),
                 kv: Some(space),
                 http: None,
@@ -68,7 +69,7 @@ pub async fn run(wasm: Wasm, target: Target, config: &Config, out: &mut impl Wri
             let grants = mount_grants(name, mount, &nowhere).await?;
             let lost = match grants.kv.is_some() {
                 // The same settings over a store nobody can reach.
-                true => Grants {
+                true => Capabilities {
                     label: grants.label.clone(),
                     kv: Some(lost_store()?),
                     http: None,

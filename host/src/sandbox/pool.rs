@@ -13,12 +13,13 @@ use std::time::Instant;
 
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
+use super::attempt::Attempt;
 use super::bindings::{
-    map_series, optional, v0_1, Backend, BackendIndices, BackendPre, KeyListings, KeyListingsIndices, Placement,
-    PlacementIndices, Series,
+    map_series, optional, v0_1, BackendExport, BackendExportIndices, BackendExportPre, KeyListings, KeyListingsIndices,
+    Placement, PlacementIndices, Series,
 };
 use super::guest_output::own_words;
-use super::host_state::{Grants, HostState, MeteredLimits};
+use super::host_state::{Capabilities, HostState, MeteredLimits};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
@@ -33,7 +34,7 @@ struct Instance {
 /// What an instance exports: `backend`, and the optional interfaces it has, in the
 /// series of the contract it was built against.
 pub struct Exports {
-    pub backend: Backend,
+    pub backend: BackendExport,
     pub placement: Option<Placement>,
     pub key_listings: Option<KeyListings>,
     /// Only in the current series (since 0.2.2).
@@ -45,15 +46,15 @@ pub type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + 
 
 /// Warm instances of one mount's component.
 pub struct InstancePool {
-    pre: BackendPre<HostState>,
-    backend: BackendIndices,
+    pre: BackendExportPre<HostState>,
+    backend: BackendExportIndices,
     /// Where the component exports `placement`, found once.
     placement: Option<PlacementIndices>,
     /// Where the component exports `key-listings`, found once.
     key_listings: Option<KeyListingsIndices>,
     /// Where the component exports `forwarding`, found once.
     forwarding: Option<optional::ForwardingIndices>,
-    grants: Arc<Grants>,
+    grants: Arc<Capabilities>,
     limits: PluginLimits,
     idle: Mutex<Vec<Instance>>,
     /// Calls running at once on this mount, at most `pool_size`: one slow or hostile
@@ -77,8 +78,8 @@ pub struct LoadedComponent {
 
 impl InstancePool {
     pub(super) fn new(
-        pre: BackendPre<HostState>,
-        grants: Arc<Grants>,
+        pre: BackendExportPre<HostState>,
+        grants: Arc<Capabilities>,
         limits: PluginLimits,
         component: LoadedComponent,
     ) -> wasmtime::Result<Self> {
@@ -142,7 +143,7 @@ impl InstancePool {
     }
 
     /// What the mount grants its backend.
-    pub fn grants(&self) -> &Grants {
+    pub fn grants(&self) -> &Capabilities {
         &self.grants
     }
 
@@ -220,8 +221,9 @@ impl InstancePool {
     }
 
     /// Runs one export call on a warm instance under the call deadline and the
-    /// memory cap. A trap, timeout or memory exhaustion fails only this call.
-    pub async fn call<R, F>(&self, f: F) -> Result<R, BackendError>
+    /// memory cap, lending it `attempt` for the call. A trap, timeout or memory
+    /// exhaustion fails only this call.
+    pub async fn call<R, F>(&self, mut attempt: Option<&mut Attempt>, f: F) -> Result<R, BackendError>
     where
         F: for<'a> FnOnce(&'a mut Store<HostState>, &'a Exports) -> CallFuture<'a, R>,
     {
@@ -245,6 +247,12 @@ impl InstancePool {
         instance.store.data_mut().deadline = Instant::now() + budget;
         instance.store.set_epoch_deadline(1);
         instance.calls += 1;
+        let swap_attempt = |instance: &mut Instance, attempt: &mut Option<&mut Attempt>| {
+            if let Some(attempt) = attempt {
+                std::mem::swap(&mut instance.store.data_mut().attempt, *attempt);
+            }
+        };
+        swap_attempt(&mut instance, &mut attempt);
         // Epochs do not interrupt time spent inside host imports; the outer timeout
         // bounds those (a little later than the epoch deadline, which usually wins).
         let outcome = tokio::time::timeout(budget + budget / 2 + std::time::Duration::from_millis(50), {
@@ -252,6 +260,8 @@ impl InstancePool {
             f(store, exports)
         })
         .await;
+        // Back to its caller, however the call ended.
+        swap_attempt(&mut instance, &mut attempt);
         let printed = instance.store.data().output.take();
         let result = match outcome {
             Ok(Ok(value)) => {

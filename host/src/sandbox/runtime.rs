@@ -8,11 +8,11 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{v0_1, BackendPre, CatalogHost, CatalogHostPre, Series};
+use super::bindings::{v0_1, BackendExportPre, CatalogHost, CatalogHostPre, Series};
 use super::builtin::Wasm;
 use super::component_cache::ComponentCache;
 use super::contract::{self, Granted};
-use super::host_state::{Grants, HostState};
+use super::host_state::{Capabilities, HostState};
 use super::pool::InstancePool;
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
@@ -126,7 +126,12 @@ impl Runtime {
 
     /// Compiles (or loads from the cache) a component, checks its imports and exports
     /// against the contract and what the mount grants, and prepares a warm pool for it.
-    pub async fn load(&self, wasm: Wasm, grants: Grants, limits: PluginLimits) -> Result<InstancePool, BackendError> {
+    pub async fn load(
+        &self,
+        wasm: Wasm,
+        grants: Capabilities,
+        limits: PluginLimits,
+    ) -> Result<InstancePool, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
         let (component, built) = self.check(wasm.clone(), &label, grants.granted()).await.map_err(fail)?;
@@ -138,7 +143,7 @@ impl Runtime {
 
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
         let not_a_backend = |e: wasmtime::Error| fail(format!("the component is not a backend: {e:#}"));
-        let pre: BackendPre<HostState> = match built.series() {
+        let pre: BackendExportPre<HostState> = match built.series() {
             (0, 1) => Series::V0_1(v0_1::CatalogHostPre::new(pre).map_err(not_a_backend)?),
             _ => Series::V0_2(CatalogHostPre::new(pre).map_err(not_a_backend)?),
         };

@@ -4,12 +4,12 @@
 
 use super::rustberg::catalog as current;
 use super::{Description, Features, WitError};
-use crate::plugins::host_state::HostState;
+use crate::sandbox::host_state::HostState;
 
 /// The 0.1 series' types: the current series' (which kept every one of them), and the
 /// `capability-set` the next series replaced by `features`.
 pub mod types {
-    pub use crate::plugins::bindings::rustberg::catalog::types::*;
+    pub use crate::sandbox::bindings::rustberg::catalog::types::*;
 
     /// What a 0.1.x backend said it can do.
     #[derive(
@@ -32,7 +32,7 @@ wasmtime::component::bindgen!({
     path: "../wit/0.1",
     imports: { default: async | trappable },
     exports: { default: async },
-    with: { "rustberg:catalog/types": crate::plugins::bindings::v0_1::types },
+    with: { "rustberg:catalog/types": crate::sandbox::bindings::v0_1::types },
 });
 
 /// The 0.1 series' optional exports.
@@ -41,7 +41,7 @@ pub mod optional {
         world: "optional-exports",
         path: "../wit/0.1",
         exports: { default: async },
-        with: { "rustberg:catalog/types": crate::plugins::bindings::v0_1::types },
+        with: { "rustberg:catalog/types": crate::sandbox::bindings::v0_1::types },
     });
 
     pub use exports::rustberg::catalog::key_listings::{Guest as KeyListings, GuestIndices as KeyListingsIndices};

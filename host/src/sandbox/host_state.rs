@@ -11,19 +11,18 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::attempt::Attempt;
 use super::bindings::rustberg::catalog::{clock, config, http, kv, log, types};
 use super::bindings::WitError;
-use super::change_reads;
 use super::contract::Granted;
 use super::guest_output::GuestOutput;
 use super::http::HttpGrant;
-use super::riders;
 use super::tcp::{self, TcpGrant};
 use crate::storage::kv::{self as store, KvError, KvStore};
 
 /// What a mount gives its backend: a name for messages, an optional key space, optional
 /// origins to call or to connect to, and configuration values.
-pub struct Grants {
+pub struct Capabilities {
     /// How the mount is named in messages, e.g. "mount `prod`".
     pub label: String,
     pub kv: Option<KvStore>,
@@ -72,7 +71,7 @@ impl LogBudget {
     }
 }
 
-impl Grants {
+impl Capabilities {
     /// What this mount grants, for the contract check.
     pub fn granted(&self) -> Granted {
         Granted { kv: self.kv.is_some(), http: self.http.is_some(), tcp: self.tcp.is_some() }
@@ -81,25 +80,36 @@ impl Grants {
 
 /// The data of one instance's Store.
 pub struct HostState {
-    pub(super) grants: Arc<Grants>,
+    pub(super) grants: Arc<Capabilities>,
     pub(super) limits: MeteredLimits,
     /// When the current call's budget runs out (checked on every epoch tick).
     pub(super) deadline: Instant,
     /// What the guest prints to stdout and stderr.
     pub(super) output: GuestOutput,
+    /// The attempt at a change the current call is part of, lent by its caller.
+    pub(super) attempt: Attempt,
     wasi: WasiCtx,
     table: ResourceTable,
 }
 
 impl HostState {
-    pub fn new(grants: Arc<Grants>, limits: MeteredLimits) -> Self {
+    pub fn new(grants: Arc<Capabilities>, limits: MeteredLimits) -> Self {
         let output = GuestOutput::default();
         // WASI with nothing granted but the mount's tcp origins: no files, no environment;
         // what it prints is kept for the log.
         let mut wasi = WasiCtx::builder();
         wasi.stdout(output.clone()).stderr(output.clone());
         tcp::sockets(&mut wasi, grants.tcp.as_ref());
-        Self { grants, limits, deadline: Instant::now(), wasi: wasi.build(), output, table: ResourceTable::new() }
+        let attempt = Attempt::default();
+        Self {
+            grants,
+            limits,
+            deadline: Instant::now(),
+            output,
+            attempt,
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+        }
     }
 }
 
@@ -178,13 +188,12 @@ impl types::Host for HostState {}
 impl kv::Host for HostState {
     async fn get(&mut self, key: Vec<u8>) -> wasmtime::Result<Result<Option<kv::Entry>, WitError>> {
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
-        let this = change_reads::space_of(&self.grants);
-        if let Some(read) = change_reads::read_before(this, &key) {
+        if let Some(read) = self.attempt.read_before(&key) {
             return Ok(Ok(read.map(entry)));
         }
         let read = space.get(&key).await.map_err(kv_error);
         if let Ok(read) = &read {
-            change_reads::note(this, &key, read);
+            self.attempt.note(&key, read);
         }
         Ok(read.map(|e| e.map(entry)))
     }
@@ -220,9 +229,8 @@ impl kv::Host for HostState {
         let writes: Vec<store::Write> =
             writes.into_iter().map(|w| store::Write { key: w.key, value: w.value }).collect();
         let Some(space) = &self.grants.kv else { return Ok(Err(self.no_space())) };
-        change_reads::forget(change_reads::space_of(&self.grants));
         let commit = store::Commit { checks, writes, durability: store::Durability::Now };
-        Ok(riders::commit(space, commit).await.map_err(kv_error))
+        Ok(self.attempt.commit(space, commit).await.map_err(kv_error))
     }
 }
 
@@ -300,7 +308,7 @@ mod tests {
             .map(|i| store::Write { key: format!("k{i:06}").into_bytes(), value: Some(vec![]) })
             .collect();
         space.commit(&[], &rows).await.unwrap();
-        let grants = Grants {
+        let grants = Capabilities {
             label: "mount `m`".into(),
             kv: Some(space),
             http: None,

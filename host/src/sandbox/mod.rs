@@ -1,4 +1,5 @@
-//! The plugin runtime: every backend is a sandboxed WebAssembly component.
+//! The sandbox: every backend is a WebAssembly component, run here under the limits
+//! and with the capabilities its mount grants. (The typed calls into it are `backends`.)
 //!
 //! - `runtime`: the one Engine, the Linker, the epoch ticker; loading a component.
 //! - `component_cache`: compiled components on disk, shared and size-bounded.
@@ -6,39 +7,29 @@
 //!   exports against it and its mount's grants.
 //! - `pool`: per-mount warm instances, call deadlines and memory caps.
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
+//! - `attempt`: one attempt at a change, lent to the calls it makes: reads reused, and a
+//!   commit of the host's carried by the backend's own.
 //! - `http`: outbound calls to a mount's own origins, with timeouts and a size cap.
 //! - `http_credential`: what the host adds to them (bearer, AWS SigV4, OAuth2).
 //! - `tcp`: TCP connections (wasi:sockets) to a mount's own addresses, checked by the host.
-//! - `backend`: typed async calls into a component's `backend` export.
-//! - `listings`: a backend's listings, scanned by the host from its keys where it
-//!   exports `key-listings`.
-//! - `read_memo`: a backend's answers kept while its key space is unchanged.
-//! - `change_reads`: a backend's reads reused within one attempt at a change.
-//! - `riders`: a commit of the host's carried by a backend's own commit.
 //! - `builtin`: the components shipped inside the binary.
 
-mod backend;
+pub mod attempt;
 pub mod bindings;
 pub mod builtin;
-mod change_reads;
 mod component_cache;
 pub mod contract;
 mod guest_output;
 mod host_state;
 pub mod http;
 mod http_credential;
-mod listings;
-mod pool;
-mod read_memo;
-pub mod riders;
+pub mod pool;
 mod runtime;
 pub mod tcp;
 
-pub use backend::Backend;
-pub use host_state::Grants;
+pub use host_state::{Capabilities, HostState, MAX_SCAN_ROWS};
 pub use http::HttpGrant;
 pub use http_credential::HostCredential;
-pub use listings::{Listed, ListedItem, Listing};
 pub use pool::{InstancePool, LoadedComponent};
 pub use runtime::Runtime;
 pub use tcp::TcpGrant;

@@ -1,20 +1,22 @@
 //! The typed face of one mount's backend component: one async method per export,
 //! each run on a pooled instance, with the component's error variant turned into
 //! a [`BackendError`] that names the mount. (The listings are in `listings`.)
+//!
+//! A call that is part of an attempt at a change takes the [`Attempt`] by parameter
+//! (the `_in` methods): what the backend read, and a host commit to carry, travel with
+//! it from call to call, and nothing else sees them.
 
 use std::sync::Arc;
 
-use super::bindings::optional::{Answer, Forwarded};
-use super::bindings::{
+use super::listings::ScannedPage;
+use super::read_memo::{question, ReadMemo, Weigh};
+use crate::sandbox::attempt::{Attempt, Ridden, Rider};
+use crate::sandbox::bindings::optional::{Answer, Forwarded};
+use crate::sandbox::bindings::{
     in_series, v0_1, Description, Features, Ident, Pointer, PropertiesUpdate, Series, TableCommit, WitError,
 };
-use super::change_reads;
-use super::host_state::HostState;
-use super::listings::ScannedPage;
-use super::pool::{CallFuture, Exports, InstancePool};
-use super::read_memo::{question, ReadMemo, Weigh};
-use super::riders::{self, Ridden, Rider};
-use super::{BackendError, BackendErrorKind};
+use crate::sandbox::pool::{CallFuture, Exports, InstancePool};
+use crate::sandbox::{BackendError, BackendErrorKind, HostState, LoadedComponent};
 use crate::storage::kv::KvStore;
 
 /// A loaded backend: its pool, what it said it can do, and how its last call went.
@@ -87,7 +89,7 @@ macro_rules! exports {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
-                self.invoke(stringify!($name), move |store, exports| {
+                self.invoke(stringify!($name), None, move |store, exports| {
                     Box::pin(async move {
                         in_series!(&exports.backend, |world| world.rustberg_catalog_backend().$call(store, $( $borrow ),*).await)
                     })
@@ -111,7 +113,7 @@ impl Backend {
     /// A false declaration harms only its own mount.
     pub async fn open(pool: InstancePool) -> Result<Self, BackendError> {
         let description = pool
-            .call(|store, exports| {
+            .call(None, |store, exports| {
                 Box::pin(async move {
                     Ok(match &exports.backend {
                         Series::V0_1(world) => {
@@ -136,7 +138,7 @@ impl Backend {
     }
 
     /// The component it runs, and what its mount grants it.
-    pub fn component(&self) -> (&super::LoadedComponent, super::contract::Granted) {
+    pub fn component(&self) -> (&LoadedComponent, crate::sandbox::contract::Granted) {
         (self.pool.component(), self.pool.grants().granted())
     }
 
@@ -150,13 +152,13 @@ impl Backend {
         self.description.features.contains(feature)
     }
 
-    /// Runs one attempt at a change (a load and the swap it prepares): a backend that
+    /// A new attempt at a change (a load and the swap it prepares): a backend that
     /// checks what it read is answered a key it reads again from its first read.
-    pub async fn attempt<F: std::future::Future>(&self, attempt: F) -> F::Output {
-        if !self.does(Features::CHECKS_WHAT_IT_READ) {
-            return attempt.await;
+    pub fn attempt(&self) -> Attempt {
+        match self.does(Features::CHECKS_WHAT_IT_READ) {
+            true => Attempt::reusing_reads(),
+            false => Attempt::default(),
         }
-        change_reads::within_one_attempt(change_reads::space_of(self.pool.grants()), attempt).await
     }
 
     /// Whether a namespace's create here can carry a commit of the host's to `space`:
@@ -173,12 +175,76 @@ impl Backend {
         props: Vec<(String, String)>,
         rider: Rider,
     ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
-        riders::carrying(rider, self.create_namespace(ns, props)).await
+        let mut attempt = Attempt::carrying(rider);
+        let created = self
+            .invoke("create_namespace", Some(&mut attempt), move |store, exports| {
+                Box::pin(async move {
+                    in_series!(&exports.backend, |w| w
+                        .rustberg_catalog_backend()
+                        .call_create_namespace(store, &ns, &props)
+                        .await)
+                })
+            })
+            .await;
+        (created, attempt.ridden())
     }
 
     /// Drops a namespace, its commit carrying `rider`; how the rider fared too.
     pub async fn drop_namespace_carrying(&self, ns: Vec<String>, rider: Rider) -> (Result<(), BackendError>, Ridden) {
-        riders::carrying(rider, self.drop_namespace(ns)).await
+        let mut attempt = Attempt::carrying(rider);
+        let dropped = self
+            .invoke("drop_namespace", Some(&mut attempt), move |store, exports| {
+                Box::pin(async move {
+                    in_series!(&exports.backend, |w| w.rustberg_catalog_backend().call_drop_namespace(store, &ns).await)
+                })
+            })
+            .await;
+        (dropped, attempt.ridden())
+    }
+
+    /// Compare-and-swap of a table pointer, on its own.
+    pub async fn commit_table(&self, table: Ident, expected: String, new: Pointer) -> Result<(), BackendError> {
+        self.commit_table_in(&mut Attempt::default(), table, expected, new).await
+    }
+
+    /// Compare-and-swap of several table pointers at once, on its own.
+    pub async fn commit_transaction(&self, commits: Vec<TableCommit>) -> Result<(), BackendError> {
+        self.commit_transaction_in(&mut Attempt::default(), commits).await
+    }
+
+    /// Compare-and-swap of a table pointer, in `attempt`.
+    pub async fn commit_table_in(
+        &self,
+        attempt: &mut Attempt,
+        table: Ident,
+        expected: String,
+        new: Pointer,
+    ) -> Result<(), BackendError> {
+        self.invoke("commit_table", Some(attempt), move |store, exports| {
+            Box::pin(async move {
+                in_series!(&exports.backend, |w| {
+                    w.rustberg_catalog_backend().call_commit_table(store, &table, &expected, &new).await
+                })
+            })
+        })
+        .await
+    }
+
+    /// Compare-and-swap of several table pointers at once, in `attempt`.
+    pub async fn commit_transaction_in(
+        &self,
+        attempt: &mut Attempt,
+        commits: Vec<TableCommit>,
+    ) -> Result<(), BackendError> {
+        self.invoke("commit_transaction", Some(attempt), move |store, exports| {
+            Box::pin(async move {
+                in_series!(&exports.backend, |w| w
+                    .rustberg_catalog_backend()
+                    .call_commit_transaction(store, &commits)
+                    .await)
+            })
+        })
+        .await
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.
@@ -208,13 +274,19 @@ impl Backend {
 
     /// Runs one export call on the pool: the guest's `result<_, error>` flattened into
     /// `Result<_, BackendError>`, its health, metrics and timing recorded.
-    pub(super) async fn invoke<R, F>(&self, name: &'static str, call: F) -> Result<R, BackendError>
+    pub(super) async fn invoke<R, F>(
+        &self,
+        name: &'static str,
+        attempt: Option<&mut Attempt>,
+        call: F,
+    ) -> Result<R, BackendError>
     where
         F: for<'a> FnOnce(&'a mut wasmtime::Store<HostState>, &'a Exports) -> CallFuture<'a, Result<R, WitError>>,
     {
         let started = std::time::Instant::now();
         let forwards = self.pool.forwards();
-        let result = self.pool.call(call).await.and_then(|r| r.map_err(|e| from_wit(self.pool.label(), forwards, e)));
+        let result =
+            self.pool.call(attempt, call).await.and_then(|r| r.map_err(|e| from_wit(self.pool.label(), forwards, e)));
         self.record(&result);
         let took = started.elapsed();
         let outcome = result.as_ref().map_or_else(|e| e.kind.as_label(), |_| "ok");
@@ -234,7 +306,7 @@ impl Backend {
 
     /// Sends one write to the remote; its answer, whatever its status.
     pub async fn forward(&self, request: Forwarded) -> Result<Answer, BackendError> {
-        self.invoke("forward", move |store, exports| {
+        self.invoke("forward", None, move |store, exports| {
             Box::pin(async move {
                 match &exports.forwarding {
                     Some(forwarding) => forwarding.call_forward(store, &request).await,
@@ -252,7 +324,7 @@ impl Backend {
 
     /// The key space the host scans for this backend's listings, where it exports
     /// `key-listings` and its mount grants one.
-    pub(super) fn listed_space(&self) -> Option<&crate::storage::kv::KvStore> {
+    pub(super) fn listed_space(&self) -> Option<&KvStore> {
         self.pool.lists_keys().then(|| self.pool.grants().kv.as_ref()).flatten()
     }
 
@@ -260,19 +332,35 @@ impl Backend {
     /// gives the answer kept since the key space last changed.
     /// (The table is copied only for a call, and a kept answer is shared, not copied.)
     pub async fn load_table(&self, table: &Ident, delegation: Option<String>) -> Result<Arc<Pointer>, BackendError> {
+        self.load_table_in(None, table, delegation).await
+    }
+
+    /// `load_table`, as the first read of `attempt` where there is one.
+    pub async fn load_table_in(
+        &self,
+        attempt: Option<&mut Attempt>,
+        table: &Ident,
+        delegation: Option<String>,
+    ) -> Result<Arc<Pointer>, BackendError> {
         // Boxed: a guest call's future is kilobytes, and would size every load's.
         let Some(memo) = &self.memo else {
-            return Box::pin(self.call_load_table(table.clone(), delegation)).await.map(Arc::new);
+            return Box::pin(self.call_load_table(attempt, table.clone(), delegation)).await.map(Arc::new);
         };
         let parts = table.namespace.iter().chain([&table.name]).map(|p| Some(p.as_str()));
         let asked = question(parts.chain([delegation.as_deref()]));
-        let call = || Box::pin(async move { self.call_load_table(table.clone(), delegation).await.map(Arc::new) });
+        let call =
+            || Box::pin(async move { self.call_load_table(attempt, table.clone(), delegation).await.map(Arc::new) });
         memo.tables.answer(asked, call).await
     }
 
     /// Loads a table pointer from the backend itself.
-    async fn call_load_table(&self, table: Ident, delegation: Option<String>) -> Result<Pointer, BackendError> {
-        self.invoke("load_table", move |store, exports| {
+    async fn call_load_table(
+        &self,
+        attempt: Option<&mut Attempt>,
+        table: Ident,
+        delegation: Option<String>,
+    ) -> Result<Pointer, BackendError> {
+        self.invoke("load_table", attempt, move |store, exports| {
             Box::pin(async move {
                 in_series!(&exports.backend, |world| {
                     world.rustberg_catalog_backend().call_load_table(store, &table, delegation.as_deref()).await
@@ -284,7 +372,7 @@ impl Backend {
 
     /// Reserves `table` and returns the location its store assigned.
     pub async fn reserve_table(&self, table: Ident) -> Result<String, BackendError> {
-        self.invoke("reserve_table", move |store, exports| {
+        self.invoke("reserve_table", None, move |store, exports| {
             Box::pin(async move {
                 match &exports.placement {
                     Some(placement) => in_series!(placement, |p| p.call_reserve_table(store, &table).await),
@@ -297,7 +385,7 @@ impl Backend {
 
     /// Forgets a reservation that `create_table` did not complete.
     pub async fn release_table(&self, table: Ident) -> Result<(), BackendError> {
-        self.invoke("release_table", move |store, exports| {
+        self.invoke("release_table", None, move |store, exports| {
             Box::pin(async move {
                 match &exports.placement {
                     Some(placement) => in_series!(placement, |p| p.call_release_table(store, &table).await),
@@ -346,8 +434,6 @@ impl Backend {
         fn update_namespace_properties => call_update_namespace_properties(ns: Vec<String> = &ns, removals: Vec<String> = &removals, updates: Vec<(String, String)> = &updates) -> PropertiesUpdate;
         /// Records a new table.
         fn create_table => call_create_table(table: Ident = &table, state: Pointer = &state) -> ();
-        /// Compare-and-swap of a table pointer.
-        fn commit_table => call_commit_table(table: Ident = &table, expected: String = &expected, new: Pointer = &new) -> ();
         /// Forgets a table, returning its last pointer.
         fn drop_table => call_drop_table(table: Ident = &table) -> Pointer;
         /// Renames a table inside the backend.
@@ -362,7 +448,5 @@ impl Backend {
         fn drop_view => call_drop_view(view: Ident = &view) -> Pointer;
         /// Renames a view inside the backend.
         fn rename_view => call_rename_view(source: Ident = &source, destination: Ident = &destination) -> ();
-        /// Compare-and-swap of several table pointers at once.
-        fn commit_transaction => call_commit_transaction(commits: Vec<TableCommit> = &commits) -> ();
     }
 }

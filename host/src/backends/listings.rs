@@ -13,14 +13,13 @@
 
 use std::sync::Arc;
 
-use super::backend::{Backend, ENTRY_WEIGHT};
-use super::bindings::{in_series, KeyListings};
-use super::bindings::{NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, WitError};
-use super::host_state::MAX_SCAN_ROWS;
-use super::pool::Exports;
+use super::calls::{Backend, ENTRY_WEIGHT};
 use super::read_memo::{question, Weigh};
-use super::{BackendError, BackendErrorKind};
 use crate::paging::Name;
+use crate::sandbox::bindings::{in_series, KeyListings};
+use crate::sandbox::bindings::{NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest, WitError};
+use crate::sandbox::pool::Exports;
+use crate::sandbox::{BackendError, BackendErrorKind, MAX_SCAN_ROWS};
 use crate::storage::kv::{prefix_end, KvStore};
 
 /// What is listed: the children of a namespace (the top level when `None`), or the
@@ -160,7 +159,7 @@ impl Backend {
         parent: Option<Vec<String>>,
         page: PageRequest,
     ) -> Result<NamespacePage, BackendError> {
-        self.invoke("list_namespaces", move |store, exports| {
+        self.invoke("list_namespaces", None, move |store, exports| {
             Box::pin(async move {
                 in_series!(&exports.backend, |world| {
                     world.rustberg_catalog_backend().call_list_namespaces(store, parent.as_ref(), &page).await
@@ -177,7 +176,7 @@ impl Backend {
         page: PageRequest,
     ) -> Result<NamePage, BackendError> {
         let views = matches!(listing, Listing::Views(_));
-        self.invoke(listing.export_name(), move |store, exports| {
+        self.invoke(listing.export_name(), None, move |store, exports| {
             Box::pin(async move {
                 in_series!(&exports.backend, |world| {
                     let backend = world.rustberg_catalog_backend();
@@ -213,7 +212,7 @@ impl Backend {
     /// Asks the backend for the prefix `listing` is keyed under.
     async fn call_prefix(&self, listing: &Listing) -> Result<Vec<u8>, BackendError> {
         let asked = listing.clone();
-        self.invoke(listing.export_name(), move |store, exports| {
+        self.invoke(listing.export_name(), None, move |store, exports| {
             Box::pin(async move {
                 let listings = match key_listings(exports) {
                     Ok(listings) => listings,

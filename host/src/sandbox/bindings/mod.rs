@@ -43,11 +43,11 @@ pub enum Series<Old, Current> {
 }
 
 /// The `backend` export, prepared for instantiation.
-pub type BackendPre<T> = Series<v0_1::CatalogHostPre<T>, CatalogHostPre<T>>;
+pub type BackendExportPre<T> = Series<v0_1::CatalogHostPre<T>, CatalogHostPre<T>>;
 /// Where the `backend` export's functions are, found once per component.
-pub type BackendIndices = Series<v0_1::CatalogHostIndices, CatalogHostIndices>;
+pub type BackendExportIndices = Series<v0_1::CatalogHostIndices, CatalogHostIndices>;
 /// An instance's `backend` export.
-pub type Backend = Series<v0_1::CatalogHost, CatalogHost>;
+pub type BackendExport = Series<v0_1::CatalogHost, CatalogHost>;
 pub type PlacementIndices = Series<v0_1::optional::PlacementIndices, optional::PlacementIndices>;
 pub type Placement = Series<v0_1::optional::Placement, optional::Placement>;
 pub type KeyListingsIndices = Series<v0_1::optional::KeyListingsIndices, optional::KeyListingsIndices>;
@@ -58,8 +58,8 @@ pub type KeyListings = Series<v0_1::optional::KeyListings, optional::KeyListings
 macro_rules! in_series {
     ($value:expr, |$x:ident| $body:expr) => {
         match $value {
-            $crate::plugins::bindings::Series::V0_1($x) => $body,
-            $crate::plugins::bindings::Series::V0_2($x) => $body,
+            $crate::sandbox::bindings::Series::V0_1($x) => $body,
+            $crate::sandbox::bindings::Series::V0_2($x) => $body,
         }
     };
 }
@@ -68,8 +68,8 @@ macro_rules! in_series {
 macro_rules! map_series {
     ($value:expr, |$x:ident| $body:expr) => {
         match $value {
-            $crate::plugins::bindings::Series::V0_1($x) => $crate::plugins::bindings::Series::V0_1($body),
-            $crate::plugins::bindings::Series::V0_2($x) => $crate::plugins::bindings::Series::V0_2($body),
+            $crate::sandbox::bindings::Series::V0_1($x) => $crate::sandbox::bindings::Series::V0_1($body),
+            $crate::sandbox::bindings::Series::V0_2($x) => $crate::sandbox::bindings::Series::V0_2($body),
         }
     };
 }
