@@ -122,3 +122,18 @@ fn the_layer_check_sees_upward_imports() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(upward, ["low/inner.rs: low -> high", "low/mod.rs: low -> mid"]);
 }
+
+/// Request state travels by parameter (the caller and its request, an attempt at a
+/// change): a task-local is invisible in a function's signature and silently lost by a
+/// spawned task.
+#[test]
+fn no_task_local_carries_request_state() {
+    let mut files = Vec::new();
+    source_files(&repo().join("host/src"), &mut files);
+    let holding: Vec<String> = files
+        .iter()
+        .filter(|file| std::fs::read_to_string(file).unwrap().contains(concat!("task_local", "!")))
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(holding.is_empty(), "task-locals in {holding:?}");
+}

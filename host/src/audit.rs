@@ -4,50 +4,18 @@
 //! tenant's role, or a grant by id), and for a vend the scope issued, never a secret.
 //!
 //! Decisions are made deep inside a request (`authz::Access`); what they record about
-//! the request itself (its id, method and route template) travels with it as a
-//! task-local, set by `api::observed` and carried into detached tasks.
+//! the request itself (its id, method and route template) is the caller's
+//! [`RequestContext`], handed to `Access` with the caller.
 
-use std::future::Future;
 use std::io::Write as _;
 use std::sync::Mutex;
 
 use axum::extract::MatchedPath;
-use axum::http::HeaderValue;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{Principal, Role};
 use crate::config::AuditConfig;
-
-tokio::task_local! {
-    static REQUEST: RequestContext;
-}
-
-/// What a decision records about the request it was made for. Cheap to clone: an
-/// `Arc`'d route template and a shared header value.
-#[derive(Clone)]
-pub struct RequestContext {
-    pub method: &'static str,
-    pub route: Option<MatchedPath>,
-    pub request_id: HeaderValue,
-}
-
-impl RequestContext {
-    /// Runs `request` with this context.
-    pub fn scope<F: Future>(self, request: F) -> impl Future<Output = F::Output> {
-        REQUEST.scope(self, request)
-    }
-
-    /// Wraps `work` so it carries the current request's context into a task of its own.
-    pub fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
-        let context = REQUEST.try_with(Clone::clone).ok();
-        async move {
-            match context {
-                Some(context) => context.scope(work).await,
-                None => work.await,
-            }
-        }
-    }
-}
+use crate::logs::RequestContext;
 
 /// What was decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -221,17 +189,15 @@ impl AuditLog {
         self.sink.is_some() && (action != "read" || self.reads)
     }
 
-    /// Writes `record`, made for `caller`, as one line. A line that cannot be written
-    /// is logged; the request goes on.
-    pub fn record(&self, caller: &Principal, record: &Record) {
+    /// Writes `record`, made for `caller` in `request`, as one line. A line that cannot
+    /// be written is logged; the request goes on.
+    pub fn record(&self, caller: &Principal, request: &RequestContext, record: &Record) {
         let Some(sink) = &self.sink else { return };
-        let context = REQUEST.try_with(Clone::clone).ok();
-        let context = context.as_ref();
         let line = Line {
             time: jiff::Timestamp::now().to_string(),
-            request_id: context.and_then(|c| c.request_id.to_str().ok()),
-            method: context.map(|c| c.method),
-            route: context.and_then(|c| c.route.as_ref()).map(MatchedPath::as_str),
+            request_id: request.request_id.to_str().ok(),
+            method: Some(request.method),
+            route: request.route.as_ref().map(MatchedPath::as_str),
             principal: caller.id(),
             principal_name: &caller.name,
             tenant: &caller.tenant,

@@ -10,6 +10,9 @@
 
 use std::marker::PhantomData;
 
+use axum::extract::MatchedPath;
+use axum::http::HeaderValue;
+
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};
 use tracing::Subscriber;
@@ -20,6 +23,15 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
+
+/// What a request is, as its log and audit lines name it: its method, its route
+/// template and its id. Cheap to clone: an `Arc`'d template and a shared header value.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    pub method: &'static str,
+    pub route: Option<MatchedPath>,
+    pub request_id: HeaderValue,
+}
 
 /// The name of every request's span, and of its one field.
 pub const REQUEST_SPAN: &str = "request";

@@ -15,13 +15,13 @@ use crate::error::Error;
 
 pub async fn query(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<AuditQuery>,
 ) -> Result<impl IntoResponse, Error> {
     if !caller.server_admin && caller.role != Role::Admin {
         return Err(Error::Forbidden(format!("{} may not read the audit log: it is for admins", caller.name)));
     }
-    let access = state.authz.access(caller.clone()).await?;
+    let access = state.authz.access(&caller).await?;
     let visible = |record: &serde_json::Value| caller.server_admin || record["tenant"] == caller.tenant.as_str();
     let log = access.audit_log();
     let records = tokio::task::block_in_place(|| log.read(&query, visible))

@@ -11,7 +11,6 @@ use std::pin::Pin;
 
 use axum::response::{IntoResponse, Response};
 
-use crate::audit::RequestContext;
 use crate::error::Error;
 
 /// The rest of a request, boxed where it is made: a handler's future is large (a
@@ -20,9 +19,8 @@ pub type Work = Pin<Box<dyn Future<Output = Response> + Send>>;
 
 /// Runs `request`, the rest of a request that may change something, as its own task.
 pub async fn run_to_completion(request: Work) -> Response {
-    // The task keeps the request's span, so its log lines carry the request id, and
-    // its context, so its audit records do.
-    let request = RequestContext::carried(tracing::Instrument::in_current_span(request));
+    // The task keeps the request's span, so its log lines carry the request id.
+    let request = tracing::Instrument::in_current_span(request);
     match tokio::spawn(request).await {
         Ok(response) => response,
         Err(e) => Error::Internal(format!("the request failed: {e}")).into_response(),

@@ -213,7 +213,7 @@ async fn vend_anew(state: &AppState, caller: &Caller, revend: &Revend, body: Vec
     let (mount, _) = state.mounts.route(&revend.namespace);
     let Some(location) = mount.warehouse.as_ref().and_then(|w| w.locate(&revend.location).ok()) else { return body };
     // The replay reads the caller's access once, here: it made no other check.
-    let access = match state.authz.access(caller.0.clone()).await {
+    let access = match state.authz.access(caller).await {
         Ok(access) => access,
         Err(e) => {
             tracing::warn!(table = %revend.table, error = %e, "no credentials vended: cannot check access");
@@ -261,7 +261,7 @@ pub async fn idempotent(state: Arc<AppState>, request: Request, next: Next) -> R
     // The caller's id, not its name: a principal created again under a deleted one's
     // name must not be replayed the old one's answers.
     let caller = request.extensions().get::<Caller>().cloned();
-    let slot = format!("{SLOT}{}/{key}", caller.as_ref().map(|c| c.0.id()).unwrap_or_default()).into_bytes();
+    let slot = format!("{SLOT}{}/{key}", caller.as_ref().map(|c| c.id()).unwrap_or_default()).into_bytes();
     // A key names one request: its method, path and body (the caller is in the slot).
     let (parts, body) = request.into_parts();
     let body = to_bytes(body, MAX_BODY)

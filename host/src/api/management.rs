@@ -40,7 +40,7 @@ fn check_name(what: &str, name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-async fn whoami(Extension(Caller(caller)): Extension<Caller>) -> impl IntoResponse {
+async fn whoami(Extension(caller): Extension<Caller>) -> impl IntoResponse {
     axum::Json(json!({
         "id": caller.id(), "name": caller.name, "tenant": caller.tenant, "role": caller.role,
         "server-admin": caller.server_admin
@@ -53,10 +53,7 @@ struct NewTenant {
     name: String,
 }
 
-async fn list_tenants(
-    AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
-) -> Result<impl IntoResponse, Error> {
+async fn list_tenants(AxState(state): State, Extension(caller): Extension<Caller>) -> Result<impl IntoResponse, Error> {
     let tenants: Vec<String> = state
         .auth
         .directory
@@ -70,10 +67,10 @@ async fn list_tenants(
 
 async fn create_tenant(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Json(req): Json<NewTenant>,
 ) -> Result<impl IntoResponse, Error> {
-    state.authz.access(caller).await?.require_server_admin(&format!("create tenant {}", req.name))?;
+    state.authz.access(&caller).await?.require_server_admin(&format!("create tenant {}", req.name))?;
     check_name("tenant", &req.name)?;
     state.auth.directory.add_tenant(&req.name).await?;
     Ok((StatusCode::CREATED, axum::Json(json!({ "name": req.name }))))
@@ -81,10 +78,10 @@ async fn create_tenant(
 
 async fn delete_tenant(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
-    state.authz.access(caller).await?.require_server_admin(&format!("delete tenant {name}"))?;
+    state.authz.access(&caller).await?.require_server_admin(&format!("delete tenant {name}"))?;
     // A tenant created later under this name must find nothing of this one.
     if state.authz.owns_anything(&name).await? {
         return Err(Error::Conflict(format!("tenant {name} still owns namespaces or mounts")));
@@ -123,7 +120,7 @@ fn public(p: &Principal, configured: bool) -> serde_json::Value {
 
 async fn list_principals(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
 ) -> Result<impl IntoResponse, Error> {
     let directory = &state.auth.directory;
     let visible: Vec<_> = directory
@@ -138,11 +135,11 @@ async fn list_principals(
 
 async fn create_principal(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Json(req): Json<NewPrincipal>,
 ) -> Result<axum::response::Response, Error> {
     check_name("principal", &req.name)?;
-    let access = state.authz.access(caller).await?;
+    let access = state.authz.access(&caller).await?;
     let what = format!("create principal {} in tenant {}", req.name, req.tenant);
     access.require_tenant_admin(&req.tenant, &what)?;
     // Binding an identity of the issuer is a decision about that person, not about a
@@ -193,7 +190,7 @@ async fn create_principal(
 
 async fn delete_principal(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
     let directory = &state.auth.directory;
@@ -201,7 +198,7 @@ async fn delete_principal(
     let principal = directory.principal(&name).await?.ok_or_else(missing)?;
     // A principal of a tenant the caller does not manage is one it cannot see.
     let what = format!("delete principal {name} of tenant {}", principal.tenant);
-    state.authz.access(caller).await?.require_tenant_admin(&principal.tenant, &what).map_err(|_| missing())?;
+    state.authz.access(&caller).await?.require_tenant_admin(&principal.tenant, &what).map_err(|_| missing())?;
     if directory.is_configured(&name) {
         return Err(Error::Conflict(format!("principal {name} is defined in the configuration file")));
     }
@@ -256,11 +253,11 @@ struct NewGrant {
 
 async fn create_grant(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Json(req): Json<NewGrant>,
 ) -> Result<impl IntoResponse, Error> {
     let resource = Target { namespace: req.namespace, table: req.table, view: req.view }.resource()?;
-    state.authz.access(caller).await?.require(&resource, Privilege::Manage, not_found(&resource))?;
+    state.authz.access(&caller).await?.require(&resource, Privilege::Manage, not_found(&resource))?;
     let directory = &state.auth.directory;
     let grantee = match (req.principal, req.tenant) {
         (Some(p), None) => match directory.principal(&p).await? {
@@ -275,12 +272,9 @@ async fn create_grant(
     Ok((StatusCode::CREATED, axum::Json(grant)))
 }
 
-async fn list_grants(
-    AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
-) -> Result<impl IntoResponse, Error> {
+async fn list_grants(AxState(state): State, Extension(caller): Extension<Caller>) -> Result<impl IntoResponse, Error> {
     let mine = [Grantee::Principal(caller.id().to_string()), Grantee::Tenant(caller.tenant.clone())];
-    let access = state.authz.access(caller).await?;
+    let access = state.authz.access(&caller).await?;
     let mut visible = vec![];
     for grant in state.authz.all_grants().await? {
         if mine.contains(&grant.grantee) || access.privilege(&grant.resource)? == Some(Privilege::Manage) {
@@ -292,12 +286,12 @@ async fn list_grants(
 
 async fn revoke_grant(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, Error> {
     let missing = || Error::NotFound(format!("grant {id} does not exist"));
     let grant = state.authz.grant(&id).await?.ok_or_else(missing)?;
-    state.authz.access(caller).await?.require(&grant.resource, Privilege::Manage, missing)?;
+    state.authz.access(&caller).await?.require(&grant.resource, Privilege::Manage, missing)?;
     state.authz.revoke(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -312,11 +306,11 @@ struct PermissionQuery {
 /// What the caller may do on a namespace, table or view.
 async fn permissions(
     AxState(state): State,
-    Extension(Caller(caller)): Extension<Caller>,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<PermissionQuery>,
 ) -> Result<impl IntoResponse, Error> {
     let resource = Target { namespace: parse_namespace(&q.namespace)?, table: q.table, view: q.view }.resource()?;
-    let held = state.authz.access(caller).await?.privilege(&resource)?;
+    let held = state.authz.access(&caller).await?.privilege(&resource)?;
     let Some(held) = held else {
         return Err(not_found(&resource)());
     };

@@ -96,7 +96,7 @@ pub async fn resolve_parsed<'s>(
     endpoint: Endpoint,
     kind: Kind,
 ) -> Result<Resolved<'s>, Error> {
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     let (mount, ident) = resolve_with(state, &access, namespace, name, endpoint.privilege(), kind)?;
     Ok(Resolved { mount, ident, access })
 }
@@ -139,7 +139,7 @@ pub async fn resolve_namespace<'s>(
     caller: Caller,
     ns: &[String],
 ) -> Result<(&'s Mount, Vec<String>, Access), Error> {
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     access.require(&Resource::Namespace(ns.to_vec()), Privilege::Write, no_such_namespace(ns))?;
     let (mount, local) = state.mounts.route_container(ns)?;
     mount.check_writable()?;
@@ -160,7 +160,7 @@ pub async fn list(
     kind: Kind,
 ) -> Result<ListTablesResponse, Error> {
     let ns = parse_namespace(raw)?;
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     access.require(&Resource::Namespace(ns.clone()), endpoint.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     if local.is_empty() {
@@ -221,7 +221,7 @@ pub async fn rename(
     if source.namespace.iter().chain(&destination.namespace).any(String::is_empty) {
         return Err(Error::BadRequest("namespace levels must not be empty".into()));
     }
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     let from = kind.resource(&source.namespace, &source.name);
     let to = kind.resource(&destination.namespace, &destination.name);
     let needed = endpoint.privilege();

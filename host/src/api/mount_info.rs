@@ -11,7 +11,7 @@ use super::State;
 use crate::auth::Caller;
 use crate::mounts::Mount;
 
-pub async fn list(AxState(state): State, Extension(Caller(caller)): Extension<Caller>) -> impl IntoResponse {
+pub async fn list(AxState(state): State, Extension(caller): Extension<Caller>) -> impl IntoResponse {
     let visible = |m: &&Mount| caller.server_admin || m.owner.as_ref().is_none_or(|owner| *owner == caller.tenant);
     let mounts: Vec<Value> = state.mounts.all().filter(visible).map(describe).collect();
     axum::Json(json!({ "mounts": mounts }))

@@ -148,7 +148,7 @@ pub async fn list(
         None | Some("") => vec![],
         Some(raw) => parse_namespace(raw)?,
     };
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     if parent.is_empty() {
         return list_top_level(&state, &access, q.page_token.as_deref(), q.page_size).await;
     }
@@ -181,8 +181,8 @@ pub async fn create(
     if ns.is_empty() || ns.iter().any(String::is_empty) {
         return Err(Error::BadRequest("the namespace must have at least one level, none empty".into()));
     }
-    let tenant = caller.0.tenant.clone();
-    let access = state.authz.access(caller.0).await?;
+    let tenant = caller.tenant.clone();
+    let access = state.authz.access(&caller).await?;
     let parent = &ns[..ns.len() - 1];
     if parent.is_empty() {
         access.require_create_root(&ns[0])?;
@@ -216,7 +216,7 @@ pub async fn load(
     Path(raw): Path<String>,
 ) -> Result<impl IntoResponse, Error> {
     let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     access.require(&Resource::Namespace(ns.clone()), Endpoint::LoadNamespace.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     let properties = namespaces::load_located(Routed { mount, local, ns: &ns }).await?;
@@ -229,7 +229,7 @@ pub async fn exists(
     Path(raw): Path<String>,
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     access.require(&Resource::Namespace(ns.clone()), Endpoint::NamespaceExists.privilege(), no_such_namespace(&ns))?;
     let (mount, local) = state.mounts.route(&ns);
     namespaces::load(Routed { mount, local, ns: &ns }).await.map(|_| StatusCode::NO_CONTENT)
@@ -243,7 +243,7 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
     let resource = Resource::Namespace(ns.clone());
-    state.authz.access(caller.0).await?.require(
+    state.authz.access(&caller).await?.require(
         &resource,
         Endpoint::DropNamespace.privilege(),
         no_such_namespace(&ns),
@@ -269,7 +269,7 @@ pub async fn update_properties(
     if let Some(key) = req.removals.iter().find(|k| req.updates.contains_key(*k)) {
         return Err(Error::Unprocessable(format!("property {key:?} is both removed and updated")));
     }
-    state.authz.access(caller.0).await?.require(
+    state.authz.access(&caller).await?.require(
         &Resource::Namespace(ns.clone()),
         Endpoint::UpdateNamespaceProperties.privilege(),
         no_such_namespace(&ns),

@@ -1,7 +1,7 @@
 //! Observation: every request given its id (`request_id`), counted and timed by its
 //! route template, method, status and mount (`telemetry::http_request`), and run in
-//! its span (its request id, for the log lines it causes) with the context its audit
-//! records name (`audit::RequestContext`); the response returns the id.
+//! its span (its request id, for the log lines it causes), given the context its audit
+//! records name (`logs::RequestContext`); the response returns the id.
 
 use std::future::Future;
 use std::time::Instant;
@@ -12,11 +12,11 @@ use tracing::Instrument;
 
 use super::request_id::X_REQUEST_ID;
 use super::AppState;
-use crate::audit::RequestContext;
+use crate::logs::RequestContext;
 use crate::telemetry;
 
-/// Runs `request` through `run`, counted, timed and with its context.
-pub async fn observe<F>(state: &AppState, request: Request, run: impl FnOnce(Request) -> F) -> Response
+/// Runs `request` through `run`, counted, timed, and given its context.
+pub async fn observe<F>(state: &AppState, request: Request, run: impl FnOnce(Request, RequestContext) -> F) -> Response
 where
     F: Future<Output = Response>,
 {
@@ -28,7 +28,7 @@ where
     let span = request_span(&request_id);
     let context = RequestContext { method, route: route.clone(), request_id: request_id.clone() };
     let started = Instant::now();
-    let mut response = context.scope(run(request)).instrument(span).await;
+    let mut response = run(request, context).instrument(span).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     telemetry::http_request(route, method, response.status().as_u16(), mount, started.elapsed());
     response.headers_mut().insert(X_REQUEST_ID, request_id);

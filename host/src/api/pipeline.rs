@@ -23,7 +23,7 @@ use crate::error::Error;
 /// A request no route matched: observed, then answered 501 if the spec has it (and the
 /// host does not yet), else 404.
 pub async fn unrouted(axum::extract::State(state): State, request: Request) -> Response {
-    observed::observe(&state, request, |request| async move {
+    observed::observe(&state, request, |request, _| async move {
         let (method, path) = (request.method(), request.uri().path());
         if crate::endpoints::not_yet(path) {
             Error::Unsupported(format!("{method} {path} is not implemented by this server")).into_response()
@@ -36,7 +36,7 @@ pub async fn unrouted(axum::extract::State(state): State, request: Request) -> R
 
 /// The layer of the open routes.
 pub async fn open(axum::extract::State(state): State, request: Request, next: Next) -> Response {
-    observed::observe(&state, request, |request| next.run(request)).await
+    observed::observe(&state, request, |request, _| next.run(request)).await
 }
 
 /// What the layer of a route that needs a caller knows: the endpoint it guards, if it
@@ -69,13 +69,13 @@ pub async fn guarded(
     let app = state.clone();
     // The rest boxed apart from the observing: each part of a request's future is then
     // under the allocator's size for a fast allocation (about a kilobyte, not two).
-    observed::observe(&state, request, move |mut request| {
+    observed::observe(&state, request, move |mut request, context| {
         Box::pin(async move {
             let principal = match app.auth.authenticate(request.headers()).await {
                 Ok(principal) => principal,
                 Err(e) => return e.into_response(),
             };
-            request.extensions_mut().insert(Caller(principal));
+            request.extensions_mut().insert(Caller { principal, request: context });
             if !mutating {
                 return next.run(request).await;
             }

@@ -442,7 +442,7 @@ pub async fn commit_transaction(
     if req.table_changes.is_empty() {
         return Err(Error::BadRequest("a transaction needs at least one table change".into()));
     }
-    let access = state.authz.access(caller.0).await?;
+    let access = state.authz.access(&caller).await?;
     let mut mount: Option<&crate::mounts::Mount> = None;
     let mut changes = Vec::with_capacity(req.table_changes.len());
     let mut seen = std::collections::HashSet::new();

@@ -20,10 +20,23 @@ pub use directory::{hash_secret, Directory, OidcIdentity, Principal, Role};
 pub use tokens::{Bearer, Oidc, TokenIssuer, Verified};
 
 use crate::error::Error;
+use crate::logs::RequestContext;
 
-/// The authenticated caller of a request (a request extension).
+/// The authenticated caller of a request, and the request (a request extension): what
+/// an authorization decision needs, and what its audit record names.
 #[derive(Clone, Debug)]
-pub struct Caller(pub Arc<Principal>);
+pub struct Caller {
+    pub principal: Arc<Principal>,
+    pub request: RequestContext,
+}
+
+impl std::ops::Deref for Caller {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.principal
+    }
+}
 
 /// Turns credentials into principals.
 pub struct Authenticator {

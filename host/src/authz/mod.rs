@@ -30,8 +30,9 @@ use state::State;
 use version_reads::SharedReads;
 
 use crate::audit::{AuditLog, Decision, Record, Rule, Sign, Vend};
-use crate::auth::{Principal, Role};
+use crate::auth::{Caller, Principal, Role};
 use crate::error::Error;
+use crate::logs::RequestContext;
 use crate::storage::kv::{Durability, KvError, KvStore, Write};
 use crate::telemetry;
 
@@ -238,9 +239,10 @@ impl Authorizer {
     }
 
     /// Everything needed to decide for one caller during one request.
-    pub async fn access(&self, caller: Arc<Principal>) -> Result<Access, Error> {
+    pub async fn access(&self, caller: &Caller) -> Result<Access, Error> {
         Ok(Access {
-            caller,
+            caller: caller.principal.clone(),
+            request: caller.request.clone(),
             grantees: OnceLock::new(),
             mount_owners: self.mount_owners.clone(),
             known: self.current().await?,
@@ -259,6 +261,8 @@ pub fn manages_tenant(caller: &Principal, tenant: &str) -> bool {
 /// One caller's view of the authorization state, fixed for the request.
 pub struct Access {
     pub caller: Arc<Principal>,
+    /// The request, as the audit records of its decisions name it.
+    request: RequestContext,
     /// The caller and its tenant, as grantees: made when a decision needs them (a
     /// server admin's need none).
     grantees: OnceLock<[Grantee; 2]>,
@@ -325,8 +329,11 @@ impl Access {
         if self.audit.wants(action) {
             let decision = if allowed { Decision::Allowed } else { Decision::Denied };
             let (resource, rule) = (resource.to_string(), held.map(|h| h.rule));
-            self.audit
-                .record(&self.caller, &Record { action, resource, mount, decision, rule, vend: None, sign: None });
+            self.audit.record(
+                &self.caller,
+                &self.request,
+                &Record { action, resource, mount, decision, rule, vend: None, sign: None },
+            );
         }
     }
 
@@ -344,7 +351,7 @@ impl Access {
                 vend: Some(vend),
                 sign: None,
             };
-            self.audit.record(&self.caller, &record);
+            self.audit.record(&self.caller, &self.request, &record);
         }
     }
 
@@ -362,7 +369,7 @@ impl Access {
                 vend: None,
                 sign: Some(sign),
             };
-            self.audit.record(&self.caller, &record);
+            self.audit.record(&self.caller, &self.request, &record);
         }
     }
 
