@@ -1,0 +1,98 @@
+//! registerTable: an existing metadata file recorded as a table; and its undoing.
+
+use bytes::Bytes;
+use iceberg::spec::TableMetadata;
+
+use super::held;
+use super::locations::{self, Placement};
+use super::{drop_table, load, metadata_json, servable};
+use crate::error::{change_failed, Error, Member};
+use crate::mounts::Mount;
+use crate::sandbox::bindings::Ident;
+use crate::storage::location_index::{ClaimId, ClaimKind};
+
+use super::create::created_failed;
+use super::metadata_file::table_pointer;
+use super::{dotted, no_such_table, Committed};
+
+/// Records an existing metadata file as a table (registerTable). The file and the
+/// table location it names must lie under the namespace's location, and the
+/// location must be free: registering the same files twice is 409.
+pub async fn register(
+    mount: &Mount,
+    ident: &Ident,
+    metadata_location: &str,
+    overwrite: bool,
+) -> Result<Committed, Error> {
+    let warehouse = mount.warehouse()?;
+    // A taken name is said as such, before the files (which may be that table's own).
+    if !overwrite && load(mount, ident, None).await.is_ok() {
+        return Err(Error::name_taken(dotted(mount, ident), Member::Table, Member::Table));
+    }
+    let chain = locations::chain(mount, &ident.namespace).await?;
+    let file = locations::registered_file(warehouse, &chain, metadata_location)?;
+    let metadata_location = file.to_string();
+    // A file the client names that is missing or invalid is its mistake: a bad request.
+    let metadata = TableMetadata::read_from(&warehouse.scoped_io(chain.own()), &metadata_location)
+        .await
+        .map_err(|e| Error::BadRequest(format!("cannot read table metadata at {metadata_location}: {e}")))?;
+    let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
+    let metadata_json = Bytes::from(metadata_json(&metadata, 0)?);
+    held::keep_built(mount, &metadata_location, metadata_json.clone(), metadata);
+    let committed = Committed { metadata_location, metadata_json };
+    let existing = match overwrite {
+        false => None,
+        true => match load(mount, ident, None).await {
+            Ok(pointer) => Some(pointer),
+            Err(Error::NoSuchTable(_)) => None,
+            Err(e) => return Err(e),
+        },
+    };
+    let Some(existing) = existing else {
+        let claim =
+            Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
+        if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
+            if e.kind.did_not_apply() {
+                locations::abandon(warehouse, None, &claim).await;
+            }
+            return Err(created_failed(mount, ident, Member::Table, e).await);
+        }
+        return Ok(committed);
+    };
+    let current = held::current(mount, &existing).await?;
+    let claim =
+        locations::claim_move(mount, &ident.namespace, &current.location, &location.to_string(), ClaimKind::Table)
+            .await?;
+    if let Err(e) = mount
+        .backend
+        .commit_table(ident.clone(), existing.metadata_location.clone(), table_pointer(mount, &committed))
+        .await
+    {
+        if e.kind.did_not_apply() {
+            locations::abandon(warehouse, None, &claim).await;
+        }
+        return Err(change_failed(e, no_such_table(mount, ident)));
+    }
+    Ok(committed)
+}
+
+/// Unregisters a table: the catalog forgets it and keeps every file, and the claim on
+/// its location is released (as any drop's is), so the files can be registered again
+/// (here or elsewhere). Its metadata as of the drop: a commit that landed first is in it.
+pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error> {
+    // Held before the drop, so the answer seldom needs a read after it.
+    let before = servable(mount, load(mount, ident, None).await?).await?;
+    let pointer = drop_table(mount, ident, false).await?;
+    let last = if pointer.metadata_location == before.pointer.metadata_location {
+        before
+    } else {
+        // A commit landed between the load and the drop: its metadata is the last.
+        servable(mount, pointer).await.map_err(|e| {
+            Error::Internal(format!(
+                "{} was unregistered, but its last metadata cannot be read: {e}",
+                dotted(mount, ident)
+            ))
+        })?
+    };
+    Ok(Committed { metadata_location: last.pointer.metadata_location.clone(), metadata_json: last.held.json.clone() })
+}
