@@ -137,3 +137,32 @@ fn no_task_local_carries_request_state() {
         .collect();
     assert!(holding.is_empty(), "task-locals in {holding:?}");
 }
+
+/// About 400 lines of code (tests aside) at most per source file, unless its opening
+/// comment says why ("Over 400 lines: ...", or that it is generated).
+#[test]
+fn no_source_file_is_long_without_a_stated_reason() {
+    const ABOUT: usize = 420;
+    let mut files = Vec::new();
+    source_files(&repo().join("host/src"), &mut files);
+    for plugin in std::fs::read_dir(repo().join("plugins")).unwrap() {
+        let dir = plugin.unwrap().path();
+        for src in [dir.join("src"), dir.join("host/src")] {
+            if src.is_dir() {
+                source_files(&src, &mut files);
+            }
+        }
+    }
+    assert!(files.len() > 100, "the sources were found: {}", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let code = text.lines().take_while(|line| !line.starts_with("#[cfg(test)]")).count();
+            let opening: String = text.lines().take_while(|line| line.starts_with("//")).collect::<Vec<_>>().join("\n");
+            let reason = opening.contains("Over 400 lines:") || opening.contains("Generated");
+            (code > ABOUT && !reason).then(|| format!("{} ({code} lines)", file.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "long files without a stated reason: {long:?}");
+}

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use super::listings::ScannedPage;
 use super::read_memo::{question, ReadMemo, Weigh};
-use crate::sandbox::attempt::{Attempt, Ridden, Rider};
+use crate::sandbox::attempt::Attempt;
 use crate::sandbox::bindings::optional::{Answer, Forwarded};
 use crate::sandbox::bindings::{
-    in_series, v0_1, Description, Features, Ident, Pointer, PropertiesUpdate, Series, TableCommit, WitError,
+    in_series, v0_1, Description, Features, Ident, Pointer, PropertiesUpdate, Series, WitError,
 };
 use crate::sandbox::pool::{CallFuture, Exports, InstancePool};
 use crate::sandbox::{BackendError, BackendErrorKind, HostState, LoadedComponent};
@@ -144,107 +144,17 @@ impl Backend {
 
     /// Whether its mount grants it a key space.
     pub fn has_key_space(&self) -> bool {
-        self.pool.grants().kv.is_some()
+        self.key_space().is_some()
+    }
+
+    /// The key space its mount grants it, if any.
+    pub(super) fn key_space(&self) -> Option<&KvStore> {
+        self.pool.grants().kv.as_ref()
     }
 
     /// Whether the backend declared `feature`.
     pub fn does(&self, feature: Features) -> bool {
         self.description.features.contains(feature)
-    }
-
-    /// A new attempt at a change (a load and the swap it prepares): a backend that
-    /// checks what it read is answered a key it reads again from its first read.
-    pub fn attempt(&self) -> Attempt {
-        match self.does(Features::CHECKS_WHAT_IT_READ) {
-            true => Attempt::reusing_reads(),
-            false => Attempt::default(),
-        }
-    }
-
-    /// Whether a namespace's create here can carry a commit of the host's to `space`:
-    /// the backend makes it in one commit, to a key space of the same redb file.
-    pub fn carries_riders_to(&self, space: &KvStore) -> bool {
-        self.does(Features::ONE_COMMIT_NAMESPACE_CHANGES)
-            && self.pool.grants().kv.as_ref().is_some_and(|kv| kv.same_file(space))
-    }
-
-    /// Creates a namespace, its commit carrying `rider`; how the rider fared too.
-    pub async fn create_namespace_carrying(
-        &self,
-        ns: Vec<String>,
-        props: Vec<(String, String)>,
-        rider: Rider,
-    ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
-        let mut attempt = Attempt::carrying(rider);
-        let created = self
-            .invoke("create_namespace", Some(&mut attempt), move |store, exports| {
-                Box::pin(async move {
-                    in_series!(&exports.backend, |w| w
-                        .rustberg_catalog_backend()
-                        .call_create_namespace(store, &ns, &props)
-                        .await)
-                })
-            })
-            .await;
-        (created, attempt.ridden())
-    }
-
-    /// Drops a namespace, its commit carrying `rider`; how the rider fared too.
-    pub async fn drop_namespace_carrying(&self, ns: Vec<String>, rider: Rider) -> (Result<(), BackendError>, Ridden) {
-        let mut attempt = Attempt::carrying(rider);
-        let dropped = self
-            .invoke("drop_namespace", Some(&mut attempt), move |store, exports| {
-                Box::pin(async move {
-                    in_series!(&exports.backend, |w| w.rustberg_catalog_backend().call_drop_namespace(store, &ns).await)
-                })
-            })
-            .await;
-        (dropped, attempt.ridden())
-    }
-
-    /// Compare-and-swap of a table pointer, on its own.
-    pub async fn commit_table(&self, table: Ident, expected: String, new: Pointer) -> Result<(), BackendError> {
-        self.commit_table_in(&mut Attempt::default(), table, expected, new).await
-    }
-
-    /// Compare-and-swap of several table pointers at once, on its own.
-    pub async fn commit_transaction(&self, commits: Vec<TableCommit>) -> Result<(), BackendError> {
-        self.commit_transaction_in(&mut Attempt::default(), commits).await
-    }
-
-    /// Compare-and-swap of a table pointer, in `attempt`.
-    pub async fn commit_table_in(
-        &self,
-        attempt: &mut Attempt,
-        table: Ident,
-        expected: String,
-        new: Pointer,
-    ) -> Result<(), BackendError> {
-        self.invoke("commit_table", Some(attempt), move |store, exports| {
-            Box::pin(async move {
-                in_series!(&exports.backend, |w| {
-                    w.rustberg_catalog_backend().call_commit_table(store, &table, &expected, &new).await
-                })
-            })
-        })
-        .await
-    }
-
-    /// Compare-and-swap of several table pointers at once, in `attempt`.
-    pub async fn commit_transaction_in(
-        &self,
-        attempt: &mut Attempt,
-        commits: Vec<TableCommit>,
-    ) -> Result<(), BackendError> {
-        self.invoke("commit_transaction", Some(attempt), move |store, exports| {
-            Box::pin(async move {
-                in_series!(&exports.backend, |w| w
-                    .rustberg_catalog_backend()
-                    .call_commit_transaction(store, &commits)
-                    .await)
-            })
-        })
-        .await
     }
 
     /// Whether a table's create and commit carry its metadata JSON to this backend.

@@ -143,7 +143,11 @@ pub(super) fn table_pointer(mount: &Mount, committed: &Committed) -> Pointer {
 
 #[cfg(test)]
 mod tests {
-    use iceberg::spec::{NestedField, PrimitiveType, Type};
+    use std::collections::HashMap;
+
+    use iceberg::spec::{
+        FormatVersion, NestedField, PrimitiveType, Schema, SortOrder, TableMetadataBuilder, Type, UnboundPartitionSpec,
+    };
 
     use super::*;
 

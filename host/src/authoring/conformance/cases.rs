@@ -1,5 +1,6 @@
 //! The behaviour every backend owes the host, one case per concern. Each case works
 //! in namespaces of its own, so the cases share one store without seeing each other.
+//! (Over 400 lines: the suite is a list of independent cases, read whole.)
 
 use std::future::Future;
 use std::pin::Pin;

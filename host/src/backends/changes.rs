@@ -1,0 +1,105 @@
+//! A mount's backend in an attempt at a change: the calls that take the [`Attempt`] by
+//! parameter (what the backend read, and a host commit to carry), and the same calls on
+//! their own.
+
+use super::calls::Backend;
+use crate::sandbox::attempt::{Attempt, Ridden, Rider};
+use crate::sandbox::bindings::{in_series, Features, Ident, Pointer, TableCommit};
+use crate::sandbox::BackendError;
+use crate::storage::kv::KvStore;
+
+impl Backend {
+    /// A new attempt at a change (a load and the swap it prepares): a backend that
+    /// checks what it read is answered a key it reads again from its first read.
+    pub fn attempt(&self) -> Attempt {
+        match self.does(Features::CHECKS_WHAT_IT_READ) {
+            true => Attempt::reusing_reads(),
+            false => Attempt::default(),
+        }
+    }
+
+    /// Whether a namespace's create here can carry a commit of the host's to `space`:
+    /// the backend makes it in one commit, to a key space of the same redb file.
+    pub fn carries_riders_to(&self, space: &KvStore) -> bool {
+        self.does(Features::ONE_COMMIT_NAMESPACE_CHANGES) && self.key_space().is_some_and(|kv| kv.same_file(space))
+    }
+
+    /// Creates a namespace, its commit carrying `rider`; how the rider fared too.
+    pub async fn create_namespace_carrying(
+        &self,
+        ns: Vec<String>,
+        props: Vec<(String, String)>,
+        rider: Rider,
+    ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
+        let mut attempt = Attempt::carrying(rider);
+        let created = self
+            .invoke("create_namespace", Some(&mut attempt), move |store, exports| {
+                Box::pin(async move {
+                    in_series!(&exports.backend, |w| w
+                        .rustberg_catalog_backend()
+                        .call_create_namespace(store, &ns, &props)
+                        .await)
+                })
+            })
+            .await;
+        (created, attempt.ridden())
+    }
+
+    /// Drops a namespace, its commit carrying `rider`; how the rider fared too.
+    pub async fn drop_namespace_carrying(&self, ns: Vec<String>, rider: Rider) -> (Result<(), BackendError>, Ridden) {
+        let mut attempt = Attempt::carrying(rider);
+        let dropped = self
+            .invoke("drop_namespace", Some(&mut attempt), move |store, exports| {
+                Box::pin(async move {
+                    in_series!(&exports.backend, |w| w.rustberg_catalog_backend().call_drop_namespace(store, &ns).await)
+                })
+            })
+            .await;
+        (dropped, attempt.ridden())
+    }
+
+    /// Compare-and-swap of a table pointer, on its own.
+    pub async fn commit_table(&self, table: Ident, expected: String, new: Pointer) -> Result<(), BackendError> {
+        self.commit_table_in(&mut Attempt::default(), table, expected, new).await
+    }
+
+    /// Compare-and-swap of several table pointers at once, on its own.
+    pub async fn commit_transaction(&self, commits: Vec<TableCommit>) -> Result<(), BackendError> {
+        self.commit_transaction_in(&mut Attempt::default(), commits).await
+    }
+
+    /// Compare-and-swap of a table pointer, in `attempt`.
+    pub async fn commit_table_in(
+        &self,
+        attempt: &mut Attempt,
+        table: Ident,
+        expected: String,
+        new: Pointer,
+    ) -> Result<(), BackendError> {
+        self.invoke("commit_table", Some(attempt), move |store, exports| {
+            Box::pin(async move {
+                in_series!(&exports.backend, |w| {
+                    w.rustberg_catalog_backend().call_commit_table(store, &table, &expected, &new).await
+                })
+            })
+        })
+        .await
+    }
+
+    /// Compare-and-swap of several table pointers at once, in `attempt`.
+    pub async fn commit_transaction_in(
+        &self,
+        attempt: &mut Attempt,
+        commits: Vec<TableCommit>,
+    ) -> Result<(), BackendError> {
+        self.invoke("commit_transaction", Some(attempt), move |store, exports| {
+            Box::pin(async move {
+                in_series!(&exports.backend, |w| w
+                    .rustberg_catalog_backend()
+                    .call_commit_transaction(store, &commits)
+                    .await)
+            })
+        })
+        .await
+    }
+}
