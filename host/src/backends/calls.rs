@@ -82,19 +82,27 @@ fn from_wit(label: &str, forwards: bool, e: WitError) -> BackendError {
     BackendError { label: label.to_string(), kind, message }
 }
 
-/// Generates one method per export: moves the (owned) arguments into the call,
-/// lends them to the guest, runs it on the pool, and flattens the guest's `result<_, error>` into `Result<_, BackendError>`.
+/// One export's call on the pool, lending it `$attempt`: the (owned) arguments moved
+/// into the call and lent to the guest, the guest's `result<_, error>` flattened into
+/// `Result<_, BackendError>`. (A future: the caller awaits it.)
+macro_rules! call_export {
+    ($backend:expr, $name:ident, $attempt:expr, $call:ident ( $( $borrow:expr ),* )) => {
+        $backend.invoke(stringify!($name), $attempt, move |store, exports| {
+            Box::pin(async move {
+                in_series!(&exports.backend, |world| world.rustberg_catalog_backend().$call(store, $( $borrow ),*).await)
+            })
+        })
+    };
+}
+pub(super) use call_export;
+
+/// Generates one method per export, each a call on its own (in no attempt).
 macro_rules! exports {
     ($( $(#[$doc:meta])* fn $name:ident => $call:ident ( $( $arg:ident : $ty:ty = $borrow:expr ),* ) -> $ret:ty; )*) => {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $( $arg: $ty ),* ) -> Result<$ret, BackendError> {
-                self.invoke(stringify!($name), None, move |store, exports| {
-                    Box::pin(async move {
-                        in_series!(&exports.backend, |world| world.rustberg_catalog_backend().$call(store, $( $borrow ),*).await)
-                    })
-                })
-                .await
+                call_export!(self, $name, None, $call($( $borrow ),*)).await
             }
         )*
     };
@@ -235,7 +243,7 @@ impl Backend {
     /// The key space the host scans for this backend's listings, where it exports
     /// `key-listings` and its mount grants one.
     pub(super) fn listed_space(&self) -> Option<&KvStore> {
-        self.pool.lists_keys().then(|| self.pool.grants().kv.as_ref()).flatten()
+        self.pool.lists_keys().then(|| self.key_space()).flatten()
     }
 
     /// Loads a table pointer (forwarding the client's access-delegation header), or

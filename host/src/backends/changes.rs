@@ -2,7 +2,7 @@
 //! parameter (what the backend read, and a host commit to carry), and the same calls on
 //! their own.
 
-use super::calls::Backend;
+use super::calls::{call_export, Backend};
 use crate::sandbox::attempt::{Attempt, Ridden, Rider};
 use crate::sandbox::bindings::{in_series, Features, Ident, Pointer, TableCommit};
 use crate::sandbox::BackendError;
@@ -32,29 +32,15 @@ impl Backend {
         rider: Rider,
     ) -> (Result<Vec<(String, String)>, BackendError>, Ridden) {
         let mut attempt = Attempt::carrying(rider);
-        let created = self
-            .invoke("create_namespace", Some(&mut attempt), move |store, exports| {
-                Box::pin(async move {
-                    in_series!(&exports.backend, |w| w
-                        .rustberg_catalog_backend()
-                        .call_create_namespace(store, &ns, &props)
-                        .await)
-                })
-            })
-            .await;
+        let created =
+            call_export!(self, create_namespace, Some(&mut attempt), call_create_namespace(&ns, &props)).await;
         (created, attempt.ridden())
     }
 
     /// Drops a namespace, its commit carrying `rider`; how the rider fared too.
     pub async fn drop_namespace_carrying(&self, ns: Vec<String>, rider: Rider) -> (Result<(), BackendError>, Ridden) {
         let mut attempt = Attempt::carrying(rider);
-        let dropped = self
-            .invoke("drop_namespace", Some(&mut attempt), move |store, exports| {
-                Box::pin(async move {
-                    in_series!(&exports.backend, |w| w.rustberg_catalog_backend().call_drop_namespace(store, &ns).await)
-                })
-            })
-            .await;
+        let dropped = call_export!(self, drop_namespace, Some(&mut attempt), call_drop_namespace(&ns)).await;
         (dropped, attempt.ridden())
     }
 
@@ -76,14 +62,7 @@ impl Backend {
         expected: String,
         new: Pointer,
     ) -> Result<(), BackendError> {
-        self.invoke("commit_table", Some(attempt), move |store, exports| {
-            Box::pin(async move {
-                in_series!(&exports.backend, |w| {
-                    w.rustberg_catalog_backend().call_commit_table(store, &table, &expected, &new).await
-                })
-            })
-        })
-        .await
+        call_export!(self, commit_table, Some(attempt), call_commit_table(&table, &expected, &new)).await
     }
 
     /// Compare-and-swap of several table pointers at once, in `attempt`.
@@ -92,14 +71,6 @@ impl Backend {
         attempt: &mut Attempt,
         commits: Vec<TableCommit>,
     ) -> Result<(), BackendError> {
-        self.invoke("commit_transaction", Some(attempt), move |store, exports| {
-            Box::pin(async move {
-                in_series!(&exports.backend, |w| w
-                    .rustberg_catalog_backend()
-                    .call_commit_transaction(store, &commits)
-                    .await)
-            })
-        })
-        .await
+        call_export!(self, commit_transaction, Some(attempt), call_commit_transaction(&commits)).await
     }
 }

@@ -17,6 +17,7 @@ use crate::sandbox::bindings::{Ident, Pointer, TableCommit};
 use crate::sandbox::BackendErrorKind;
 use crate::storage::location_index::ClaimKind;
 
+use super::load::load_in;
 use super::metadata_file::{table_pointer, write_metadata};
 use super::{dotted, invalid_metadata, no_such_table, Committed};
 use super::{requirements, staged};
@@ -100,8 +101,7 @@ pub(super) async fn prepare(
     updates: &[TableUpdate],
 ) -> Result<Prepared, Error> {
     // Owned: its location and config go into the commit (copied if a kept answer).
-    let loaded = mount.backend.load_table_in(Some(attempt), ident, None).await;
-    let pointer = Arc::unwrap_or_clone(loaded.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?);
+    let pointer = Arc::unwrap_or_clone(load_in(mount, Some(attempt), ident, None).await?);
     let held = held::current(mount, &pointer).await?;
     let current = held.take_metadata().map_err(invalid_metadata(&pointer))?;
     requirements::check(requirements, &current)?;

@@ -8,6 +8,7 @@ use super::held;
 use super::locations;
 use crate::error::Error;
 use crate::mounts::Mount;
+use crate::sandbox::attempt::Attempt;
 use crate::sandbox::bindings::{Ident, Pointer};
 use crate::storage::location::Location;
 
@@ -15,7 +16,18 @@ use super::{invalid_metadata, no_such_table};
 
 /// Loads a table's pointer, passing on the client's access-delegation request.
 pub async fn load(mount: &Mount, ident: &Ident, delegation: Option<String>) -> Result<Arc<Pointer>, Error> {
-    mount.backend.load_table(ident, delegation).await.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
+    load_in(mount, None, ident, delegation).await
+}
+
+/// `load`, as the first read of `attempt` where there is one.
+pub(super) async fn load_in(
+    mount: &Mount,
+    attempt: Option<&mut Attempt>,
+    ident: &Ident,
+    delegation: Option<String>,
+) -> Result<Arc<Pointer>, Error> {
+    let loaded = mount.backend.load_table_in(attempt, ident, delegation).await;
+    loaded.map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))
 }
 
 /// A loaded table ready to hand to a client.
