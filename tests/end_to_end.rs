@@ -12,6 +12,7 @@ mod clients;
 mod concurrent_commits;
 mod conformance;
 mod console;
+mod docs;
 mod durability;
 mod federation;
 mod glue;

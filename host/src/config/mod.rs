@@ -118,8 +118,7 @@ impl Config {
             }
             let limits = self.plugin_limits(name);
             let grants = mount.grants();
-            let readers: Vec<&str> =
-                MountGrant::READ_CATALOG_URL.iter().filter(|g| grants.contains(g)).map(|g| g.name()).collect();
+            let readers: Vec<&str> = MountGrant::ALL.iter().filter(|g| grants.contains(g)).map(|g| g.name()).collect();
             if readers.len() > 1 {
                 problems.push(format!(
                     "mount.{name} grants {}: its catalog_url is one of a store (kv), an origin (http) or an address (tcp)",

@@ -76,10 +76,11 @@ pub enum MountGrant {
 }
 
 impl MountGrant {
-    /// The grants that each take `catalog_url` as their own: a store, an origin, an address.
-    pub(super) const READ_CATALOG_URL: [MountGrant; 3] = [MountGrant::Kv, MountGrant::Http, MountGrant::Tcp];
+    /// Every grant; each takes `catalog_url` as its own: a store, an origin, an address.
+    pub const ALL: [MountGrant; 3] = [MountGrant::Kv, MountGrant::Http, MountGrant::Tcp];
 
-    pub(super) fn name(self) -> &'static str {
+    /// Its name in a `grants` setting.
+    pub fn name(self) -> &'static str {
         match self {
             MountGrant::Kv => "kv",
             MountGrant::Http => "http",
@@ -119,7 +120,7 @@ impl BuiltinBackend {
     }
 
     /// What a mount of it grants unless its configuration says otherwise.
-    fn default_grants(self) -> &'static [MountGrant] {
+    pub fn default_grants(self) -> &'static [MountGrant] {
         match self {
             Self::Native => &[MountGrant::Kv],
             Self::Rest | Self::Glue | Self::S3Tables => &[MountGrant::Http],
@@ -129,7 +130,7 @@ impl BuiltinBackend {
 }
 
 /// What a mount grants a drop-in component file by default: a key space.
-const DROP_IN_GRANTS: &[MountGrant] = &[MountGrant::Kv];
+pub const DROP_IN_GRANTS: &[MountGrant] = &[MountGrant::Kv];
 
 /// `[mount.<name>.auth]`: how the host authenticates a component's http requests.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
