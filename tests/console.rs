@@ -15,6 +15,9 @@ use support::{Api, Server};
 
 /// Snapshots of the table the scenario charts.
 const SNAPSHOTS: i64 = 12;
+/// Snapshot ids above 2^53, as writers make them: a JavaScript Number would round each
+/// to an id that does not exist (…001 shows as …000).
+const FIRST_SNAPSHOT_ID: i64 = 1_047_911_926_829_541_001;
 /// Root namespaces beside it: the tree must show its first page without loading them all.
 const NAMESPACES: usize = 10_000;
 
@@ -111,8 +114,9 @@ fn nested_schema() -> Value {
 }
 
 /// `prod.analytics.events` (partitioned by day, sorted by id) with `SNAPSHOTS` appends
-/// and a tag, and the view `prod.analytics.recent`.
-async fn catalog(admin: &Api) {
+/// and a tag, and the view `prod.analytics.recent`. Answers main's snapshot id as the
+/// REST API gives it.
+async fn catalog(admin: &Api) -> i64 {
     assert_eq!(admin.post("/namespaces", json!({"namespace": ["prod", "analytics"]})).await.0, 200);
     let table = json!({
         "name": "events",
@@ -125,7 +129,7 @@ async fn catalog(admin: &Api) {
     let path = "/namespaces/prod%1Fanalytics/tables/events";
     let mut metadata = created["metadata"].clone();
     for id in 1..=SNAPSHOTS {
-        let mut append = support::append_request(&metadata, id);
+        let mut append = support::append_request(&metadata, FIRST_SNAPSHOT_ID + id - 1);
         let summary = json!({"operation": "append", "added-records": (id * 1000).to_string(), "added-data-files": id.to_string()});
         append["updates"][0]["snapshot"]["summary"] = summary;
         let (status, body) = admin.post(path, append).await;
@@ -133,7 +137,7 @@ async fn catalog(admin: &Api) {
         metadata = body["metadata"].clone();
     }
     let tag = json!({"requirements": [], "updates": [
-        {"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": 1}]});
+        {"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": FIRST_SNAPSHOT_ID}]});
     assert_eq!(admin.post(path, tag).await.0, 200);
     let view = json!({
         "name": "recent",
@@ -145,6 +149,9 @@ async fn catalog(admin: &Api) {
     });
     let (status, body) = admin.post("/namespaces/prod%1Fanalytics/views", view).await;
     assert_eq!(status, 200, "{body}");
+    let main = metadata["current-snapshot-id"].as_i64().unwrap();
+    assert!(main > 1 << 53, "{main}");
+    main
 }
 
 async fn audit(api: &Api, query: &str) -> (u16, Value) {
@@ -179,7 +186,7 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
     let mount_dir = tempfile::tempdir().unwrap();
     let server = Server::start(&config(&issuer, mount_dir.path()));
     let setup = server.login("setup", "setup-secret");
-    catalog(&setup).await;
+    let main_snapshot = catalog(&setup).await;
     many_namespaces(&setup).await;
 
     let shots = screenshots();
@@ -192,6 +199,8 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
                 .env("RUSTBERG_URL", base)
                 .env("OIDC_LOGIN", "olivia")
                 .env("SNAPSHOTS", SNAPSHOTS.to_string())
+                .env("MAIN_SNAPSHOT_ID", main_snapshot.to_string())
+                .env("TAG_SNAPSHOT_ID", FIRST_SNAPSHOT_ID.to_string())
                 .env("SCREENSHOTS", shots)
                 .env("CHROMIUM", chromium)
                 .output()

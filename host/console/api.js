@@ -25,19 +25,31 @@ export class ApiError extends Error {
   }
 }
 
+/** JSON, with every integer beyond 2^53 kept exact as a BigInt made from its own digits:
+ * snapshot ids are 64-bit, and a Number would round them to ids that do not exist. */
+export function parseExact(text) {
+  return JSON.parse(text, (key, value, context) => (
+    typeof value === 'number' && !Number.isSafeInteger(value) && /^-?\d+$/.test(context?.source ?? '')
+      ? BigInt(context.source)
+      : value));
+}
+
+/** JSON text of a value that may hold such a BigInt (written as its digits). */
+export const toJson = (value) => JSON.stringify(value, (key, v) => (typeof v === 'bigint' ? v.toString() : v));
+
 /** Calls `path` on this server; the JSON answer, or an ApiError saying why not. */
 export async function api(path, { method = 'GET', body } = {}) {
   const headers = { Authorization: `Bearer ${session.token}` };
   let payload;
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
-    payload = JSON.stringify(body);
+    payload = toJson(body);
   }
   const response = await fetch(path, { method, headers, body: payload });
   const text = await response.text();
   let data = null;
   try {
-    data = text ? JSON.parse(text) : null;
+    data = text ? parseExact(text) : null;
   } catch {
     data = text;
   }

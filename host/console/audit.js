@@ -1,12 +1,12 @@
 // The audit log, newest first, filtered by principal, resource and decision.
 
-import { api } from './api.js';
+import { api, toJson } from './api.js';
 import { attempt, field, h, show, table } from './ui.js';
 
 const why = (r) => {
-  if (r.vend) return JSON.stringify(r.vend);
-  if (r.sign) return JSON.stringify(r.sign);
-  return r.rule ? JSON.stringify(r.rule) : '';
+  if (r.vend) return toJson(r.vend);
+  if (r.sign) return toJson(r.sign);
+  return r.rule ? toJson(r.rule) : '';
 };
 
 export async function auditPage() {

@@ -1,7 +1,7 @@
 // Namespaces (create, drop, properties), tenants, principals (a new client secret is
 // shown once) and grants. Every refusal shows the server's own words.
 
-import { api, catalog, dotted, ns, session } from './api.js';
+import { api, catalog, dotted, ns, session, toJson } from './api.js';
 import { attempt, field, h, show, table } from './ui.js';
 
 const levelsOf = (text) => text.split('.').map((l) => l.trim()).filter(Boolean);
@@ -149,7 +149,7 @@ const resourceText = (r) => {
   if (r.namespace) return `namespace ${dotted(r.namespace)}`;
   if (r.table) return `table ${dotted(r.table.namespace)}.${r.table.name}`;
   if (r.view) return `view ${dotted(r.view.namespace)}.${r.view.name}`;
-  return JSON.stringify(r);
+  return toJson(r);
 };
 const granteeText = (g) => (g.principal ? `principal ${g.principal}` : `tenant ${g.tenant}`);
 

@@ -103,6 +103,11 @@ try {
   await page.getByRole('cell', { name: 'nested.inner' }).waitFor(); // a nested field
   await page.getByText('list<long>').waitFor();
   await page.getByRole('cell', { name: 'v1' }).waitFor(); // a tag
+  // 64-bit snapshot ids exactly as the REST API gives them (above 2^53: no rounding).
+  const refRow = (name) => page.getByRole('row').filter({ has: page.getByRole('cell', { name, exact: true }) });
+  assert.match(await refRow('main').innerText(), new RegExp(`\\b${process.env.MAIN_SNAPSHOT_ID}\\b`), 'main names its exact snapshot');
+  assert.match(await refRow('v1').innerText(), new RegExp(`\\b${process.env.TAG_SNAPSHOT_ID}\\b`), 'the tag names its exact snapshot');
+  await page.getByRole('cell', { name: process.env.MAIN_SNAPSHOT_ID, exact: true }).first().waitFor(); // in the history
   await page.getByRole('cell', { name: 'day' }).first().waitFor(); // the partition transform
   await everyControlLabelled('table');
   await shot('2-table');
