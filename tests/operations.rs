@@ -484,6 +484,10 @@ async fn decisions_that_change_something_are_audited_with_the_rule_that_decided(
     let create = json!({"name": "orders", "schema": schema});
     assert_eq!(send_as(&alice, "a-2", M::POST, "/namespaces/shop/tables", Some(create)).await, 200);
     assert_eq!(send_as(&alice, "a-3", M::GET, table, None).await, 200);
+    // As PyIceberg loads: asking for vended credentials, which this server does not vend.
+    let asked = alice.client.get(alice.url(table)).header("X-Request-Id", "a-4");
+    let asked = asked.header("X-Iceberg-Access-Delegation", "vended-credentials").send().await.unwrap();
+    assert_eq!(asked.status().as_u16(), 200);
     assert_eq!(send_as(&eve, "e-1", M::DELETE, table, None).await, 404);
     assert_eq!(send_as(&rita, "r-1", M::DELETE, table, None).await, 403);
     let grant = json!({"namespace": ["shop"], "table": "orders", "privilege": "write", "principal": "eve"});
@@ -514,6 +518,9 @@ async fn decisions_that_change_something_are_audited_with_the_rule_that_decided(
     assert_eq!(table_created["resource"], "namespace shop");
     assert_eq!(table_created["rule"], json!({"kind": "owner", "tenant": "acme", "role": "writer"}));
     assert!(lines.iter().all(|l| l["request_id"] != "a-3"), "a read is not recorded by default");
+    // Vending switched off is the server's choice, not a decision about the caller: a
+    // load that asks records no denied vend (every PyIceberg load asks).
+    assert!(lines.iter().all(|l| l["request_id"] != "a-4"), "no vend denial with vending off: {lines:#?}");
 
     let intruder = audited(&lines, "e-1", "write");
     assert_eq!((&intruder["decision"], &intruder["rule"]), (&json!("denied"), &Value::Null), "{intruder}");

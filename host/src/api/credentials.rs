@@ -148,19 +148,23 @@ pub async fn vend(
                 DataAccess::Read => "read",
                 DataAccess::ReadWrite => "read-write",
             };
-            Vend::Issued { prefix: vended.prefix.clone(), access }
+            Some(Vend::Issued { prefix: vended.prefix.clone(), access })
         }
-        // Vending switched off is a choice, not a failure: said once per request, quietly.
+        // Vending switched off is the server's choice, not a decision about this caller:
+        // said once per request, quietly, and not audited (clients such as PyIceberg ask
+        // on every load, and the denials would drown the real ones).
         Err(reason @ Refusal::Off) => {
             tracing::info!(table = %resource, caller = %caller.name, %reason, "no credentials vended");
-            Vend::Refused { reason: reason.to_string() }
+            None
         }
         Err(reason) => {
             tracing::warn!(table = %resource, caller = %caller.name, %reason, "no credentials vended");
-            Vend::Refused { reason: reason.to_string() }
+            Some(Vend::Refused { reason: reason.to_string() })
         }
     };
-    authz.audit_vend(&resource, held, audited);
+    if let Some(audited) = audited {
+        authz.audit_vend(&resource, held, audited);
+    }
     let mut vended = vended.ok()?;
     if vended.expires_at_ms.is_some() {
         let refresh = table_route(Endpoint::LoadCredentials, namespace, name);
