@@ -3,11 +3,31 @@
 import { api, toJson } from './api.js';
 import { attempt, field, h, show, table } from './ui.js';
 
-const why = (r) => {
-  if (r.vend) return toJson(r.vend);
-  if (r.sign) return toJson(r.sign);
-  return r.rule ? toJson(r.rule) : '';
+/** The rule that decided, in words. */
+const rule = (r) => {
+  switch (r && r.kind) {
+    case 'server-admin': return 'server admin';
+    case 'owner': return `${r.role} in ${r.tenant}, the owner`;
+    case 'tenant-role': return `${r.role} in ${r.tenant}`;
+    case 'grant': return `grant ${r.grant}`;
+    default: return r ? toJson(r) : '';
+  }
 };
+
+/** What a decision rests on, in words: what was vended or signed, or the rule. */
+const why = (r) => {
+  const vend = r.vend;
+  if (vend && vend.issued) return `issued ${vend.issued.access} credentials for ${vend.issued.prefix}`;
+  if (vend && vend.refused) return `no credentials: ${vend.refused.reason}`;
+  const sign = r.sign;
+  if (sign && sign.signed) return `signed ${sign.signed.method} ${sign.signed.uri}`;
+  if (sign && sign.refused) return `not signed (${sign.refused.method} ${sign.refused.uri}): ${sign.refused.reason}`;
+  if (r.decision === 'denied') return r.rule ? `held only: ${rule(r.rule)}` : 'held nothing here';
+  return rule(r.rule);
+};
+
+/** `2026-12-06T21:00:01.123456Z` as `2026-12-06 21:00:01`. */
+const time = (t) => (t || '').replace('T', ' ').replace(/(\.\d+)?Z$/, '');
 
 export async function auditPage() {
   const principal = h('input', { name: 'principal' });
@@ -25,7 +45,7 @@ export async function auditPage() {
     if (decision.value) query.set('decision', decision.value);
     const { records } = await api(`/management/v1/audit?${query}`);
     results.replaceChildren(table(`${records.length} records, newest first`, [
-      ['Time', (r) => r.time], ['Principal', (r) => r.principal_name], ['Tenant', (r) => r.tenant],
+      ['Time (UTC)', (r) => time(r.time)], ['Principal', (r) => r.principal_name], ['Tenant', (r) => r.tenant],
       ['Action', (r) => r.action], ['Resource', (r) => r.resource], ['Mount', (r) => r.mount || ''],
       ['Decision', (r) => r.decision], ['Route', (r) => `${r.method || ''} ${r.route || ''}`], ['Detail', why],
     ], records));

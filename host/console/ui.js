@@ -48,7 +48,7 @@ export function table(caption, columns, rows) {
   return h('table', {},
     h('caption', {}, caption),
     h('thead', {}, h('tr', {}, columns.map(([name]) => h('th', { scope: 'col' }, name)))),
-    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([, cell]) => h('td', {}, cell(row)))))));
+    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([name, cell]) => h('td', { 'data-label': name }, cell(row)))))));
 }
 
 /** Replaces the main region's content and moves focus to its heading. */

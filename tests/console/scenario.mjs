@@ -18,7 +18,9 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'],
 });
-const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const desktop = { width: 1280, height: 800 };
+const phone = { width: 390, height: 844 };
+const page = await browser.newPage({ viewport: desktop });
 
 // Everything that goes wrong in the console (not on the issuer's own sign-in pages), but
 // what the scenario expects to be refused.
@@ -63,12 +65,31 @@ async function everyControlLabelled(where) {
 
 const shot = (name) => page.screenshot({ path: `${shots}/console-${name}.png`, fullPage: true });
 
+/** The page fits the window, at a desktop's size and at a phone's: nothing scrolls
+ * sideways. A screenshot of each. */
+async function fits(name) {
+  for (const [size, suffix] of [[desktop, ''], [phone, '-phone']]) {
+    await page.setViewportSize(size);
+    const measured = await page.evaluate(() => {
+      const width = document.documentElement.clientWidth;
+      const wide = [...document.querySelectorAll('body *')]
+        .filter((el) => el.getBoundingClientRect().right > width + 0.5)
+        .map((el) => `${el.tagName.toLowerCase()}.${el.className} ${(el.textContent || '').slice(0, 40)}`);
+      return { scroll: document.documentElement.scrollWidth, width, wide: wide.slice(-3) };
+    });
+    assert.ok(measured.scroll <= measured.width,
+      `${name} at ${size.width}×${size.height} is ${measured.scroll - measured.width} px too wide: ${JSON.stringify(measured.wide)}`);
+    await shot(`${name}${suffix}`);
+  }
+  await page.setViewportSize(desktop);
+}
+
 try {
   // 1. Sign in with OpenID Connect (authorization code and PKCE) at the issuer's own page.
   await page.goto(`${base}/ui/`);
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await everyControlLabelled('sign-in');
-  await shot('1-sign-in');
+  await fits('1-sign-in');
   await page.getByRole('button', { name: /Sign in with/ }).click();
   await page.locator('input[name="login"]').fill(login);
   await page.locator('input[name="password"]').fill('any');
@@ -86,6 +107,7 @@ try {
   console.log(`MEASURE tree-first-shown-ms ${firstTree}`);
   assert.equal(await page.locator('ul.tree > li').count(), 100, 'one page of 100 names, not everything');
   await everyControlLabelled('browse');
+  await fits('1b-browse');
 
   // 2. Into a table inside the mount `prod`, by keyboard: focus each level and press Enter.
   const prod = page.locator('ul.tree > li[data-name="prod"] > button');
@@ -110,7 +132,7 @@ try {
   await page.getByRole('cell', { name: process.env.MAIN_SNAPSHOT_ID, exact: true }).first().waitFor(); // in the history
   await page.getByRole('cell', { name: 'day' }).first().waitFor(); // the partition transform
   await everyControlLabelled('table');
-  await shot('2-table');
+  await fits('2-table');
 
   // The view's SQL.
   await page.goto(`${base}/ui/#/browse`);
@@ -118,13 +140,14 @@ try {
   await page.locator('li[data-name="analytics"] > button').click();
   await page.getByRole('link', { name: 'recent' }).click();
   await page.getByText('SELECT id FROM prod.analytics.events').waitFor();
+  await fits('2b-view');
 
   // Mounts: backend, component, health and the latency the metrics show.
   await page.getByRole('link', { name: 'Mounts' }).click();
   await page.getByRole('cell', { name: 'prod', exact: true }).waitFor();
   const prodRow = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'prod', exact: true }) });
   assert.match(await prodRow.innerText(), /native[\s\S]*contract 0\.2\.\d[\s\S]*kv[\s\S]*acme[\s\S]*reachable[\s\S]*ms/);
-  await shot('3-mounts');
+  await fits('3-mounts');
 
   // 3. Create a namespace, a tenant and a reader in it (its secret shown once), and grant
   // the reader read on the namespace.
@@ -151,7 +174,7 @@ try {
   await page.getByText('Granted read on shared to principal rita').waitFor();
   await page.getByRole('button', { name: 'Revoke read on namespace shared' }).waitFor();
   await everyControlLabelled('manage');
-  await shot('4-manage');
+  await fits('4-manage');
 
   // The audit log, filtered.
   await page.getByRole('link', { name: 'Audit' }).click();
@@ -159,7 +182,7 @@ try {
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.getByRole('cell', { name: 'namespace shared' }).first().waitFor();
   await everyControlLabelled('audit');
-  await shot('5-audit');
+  await fits('5-audit');
 
   // 4. The reader signs in with its client credentials and sees only the namespace granted.
   await page.getByRole('button', { name: 'Sign out' }).click();
@@ -172,7 +195,7 @@ try {
   const visible = await page.locator('ul.tree > li').evaluateAll((items) => items.map((i) => i.dataset.name));
   assert.deepEqual(visible, ['shared'], 'the reader sees only what its grant allows');
   assert.equal(await page.getByRole('link', { name: 'Audit' }).isVisible(), false);
-  await shot('6-reader');
+  await fits('6-reader');
 
   // A refusal shows the server's own words.
   expected = { method: 'POST', path: '/v1/catalog/namespaces', status: 403 };
@@ -182,7 +205,7 @@ try {
   const error = await page.getByRole('alert').innerText();
   assert.match(error, /ForbiddenException: .+/);
   assert.deepEqual(refused, ['/v1/catalog/namespaces']);
-  await shot('7-refused');
+  await fits('7-refused');
 } catch (error) {
   // What the page showed and what went wrong in it, to say why.
   await shot('failed').catch(() => {});
