@@ -216,8 +216,18 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
     for line in stdout.lines().filter(|l| l.starts_with("MEASURE")) {
         eprintln!("{line}");
     }
-    let pages =
-        ["1-sign-in", "1b-browse", "2-table", "2b-view", "3-mounts", "4-manage", "5-audit", "6-reader", "7-refused"];
+    let pages = [
+        "1-sign-in",
+        "1b-browse",
+        "1c-opened",
+        "2-table",
+        "2b-view",
+        "3-mounts",
+        "4-manage",
+        "5-audit",
+        "6-reader",
+        "7-refused",
+    ];
     for shot in pages.iter().flat_map(|page| [page.to_string(), format!("{page}-phone")]) {
         assert!(shots.join(format!("console-{shot}.png")).exists(), "no screenshot {shot}");
     }

@@ -13,6 +13,7 @@ import { attempt, errorBox, show } from './ui.js';
 const routes = [
   [/^#\/mounts$/, () => mountsPage()],
   [/^#\/browse$/, () => browsePage()],
+  [/^#\/browse\/([^/]+)$/, (m) => browsePage(decode(m[1]))],
   [/^#\/table\/([^/]+)\/([^/]+)$/, (m) => tablePage(decode(m[1]), decodeURIComponent(m[2]))],
   [/^#\/view\/([^/]+)\/([^/]+)$/, (m) => viewPage(decode(m[1]), decodeURIComponent(m[2]))],
   [/^#\/manage$/, () => managePage()],

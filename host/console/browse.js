@@ -1,9 +1,11 @@
 // The namespace tree across every mount: one page at a time (100 names), opened level by
 // level, so that it stays quick at any size and never loads everything. The filter
-// narrows what is loaded; "Open" goes straight to a namespace by its name.
+// narrows what is loaded; "Open" (and a breadcrumb, `#/browse/<namespace>`) goes
+// straight to a namespace by its name. A mount is marked with its backend and health;
+// an opened namespace can take a new namespace inside it, and be dropped.
 
 import { api, catalog, dotted, ns, page } from './api.js';
-import { attempt, field, h, show } from './ui.js';
+import { attempt, breadcrumbs, field, h, show } from './ui.js';
 
 const PAGE_SIZE = 100;
 const LIST_VIEWS = 'GET /v1/{prefix}/namespaces/{namespace}/views';
@@ -42,23 +44,65 @@ function pagedList(list, load, render, what) {
 const tableLink = (levels, name, kind) =>
   h('li', {}, h('a', { href: `#/${kind}/${ns(levels)}/${encodeURIComponent(name)}` }, name), ' ', h('span', { class: 'kind' }, kind));
 
+/** The mounts the user may see, by name (empty when it may see none). */
+async function mountsByName() {
+  try {
+    const { mounts } = await api('/management/v1/mounts');
+    return new Map(mounts.filter((m) => m.name !== 'root').map((m) => [m.name, m]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** A mount's mark: its backend and whether it answers. */
+function mountMark(mount) {
+  const healthy = mount.health && mount.health.state === 'ok';
+  return h('span', { class: 'kind mount' }, `mount · ${mount.backend} · `,
+    h('span', { class: healthy ? 'ok' : 'bad' }, healthy ? 'reachable' : 'unreachable'));
+}
+
+/** Create a namespace inside `levels`, and drop `levels` (after a confirmation) unless
+ * it is a mount. */
+function namespaceActions(levels, item, isMount) {
+  const name = h('input', { name: 'child', required: true, 'aria-label': `New namespace in ${dotted(levels)}` });
+  const form = h('form', { class: 'toolbar inline', 'aria-label': `Change ${dotted(levels)}` },
+    name, h('button', { type: 'submit' }, 'Create here'),
+    isMount ? '' : h('button', { type: 'button', class: 'danger', onclick: () => drop() }, `Drop ${dotted(levels)}`));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    attempt(form, async () => {
+      const child = [...levels, name.value.trim()];
+      await api(catalog('/namespaces'), { method: 'POST', body: { namespace: child } });
+      form.after(h('ul', { 'aria-label': `Created in ${dotted(levels)}` }, namespaceItem(child)));
+      form.reset();
+    });
+  });
+  const drop = () => attempt(form, async () => {
+    if (!window.confirm(`Drop the namespace ${dotted(levels)}? It must be empty.`)) return;
+    await api(catalog(`/namespaces/${ns(levels)}`), { method: 'DELETE' });
+    item.remove();
+  });
+  return form;
+}
+
 /** One namespace, closed: its button opens its namespaces, tables and views. */
-function namespaceItem(levels) {
+function namespaceItem(levels, mount) {
   const item = h('li', { 'data-name': levels[levels.length - 1] });
   const inside = h('div', { class: 'inside', hidden: true });
   let loaded = false;
   const toggle = h('button', { type: 'button', class: 'ns', 'aria-expanded': 'false' },
-    levels[levels.length - 1], h('span', { class: 'visually-hidden' }, ' namespace'));
+    levels[levels.length - 1], h('span', { class: 'visually-hidden' }, mount ? ' mount' : ' namespace'));
   toggle.addEventListener('click', async () => {
     const open = toggle.getAttribute('aria-expanded') !== 'true';
     toggle.setAttribute('aria-expanded', String(open));
     inside.hidden = !open;
     if (open && !loaded) {
       loaded = true;
+      inside.append(namespaceActions(levels, item, Boolean(mount)));
       await fillNamespace(levels, inside);
     }
   });
-  item.append(toggle, inside);
+  item.append(toggle, mount ? mountMark(mount) : '', inside);
   return item;
 }
 
@@ -85,23 +129,25 @@ async function fillNamespace(levels, inside) {
   }
 }
 
-export async function browsePage() {
+/** The tree; with `openLevels` (a breadcrumb's target), that namespace opened above it. */
+export async function browsePage(openLevels) {
   const filter = h('input', { type: 'search', name: 'filter' });
   const target = h('input', { name: 'open', placeholder: 'prod.analytics' });
   const tree = h('ul', { class: 'tree', 'aria-label': 'Namespaces' });
   const opened = h('div', {});
   const jump = h('form', { class: 'toolbar' }, field('Open a namespace', target), h('button', { type: 'submit' }, 'Open'));
+  const mounts = mountsByName();
+  const open = (levels) => attempt(jump, async () => {
+    await api(catalog(`/namespaces/${ns(levels)}`));
+    const item = namespaceItem(levels, levels.length === 1 ? (await mounts).get(levels[0]) : undefined);
+    item.querySelector('button').firstChild.textContent = dotted(levels);
+    opened.replaceChildren(breadcrumbs(levels.slice(0, -1), levels[levels.length - 1]), h('ul', { 'aria-label': 'Opened namespace' }, item));
+    item.querySelector('button').click();
+  });
   jump.addEventListener('submit', async (event) => {
     event.preventDefault();
     const levels = target.value.split('.').map((l) => l.trim()).filter(Boolean);
-    if (!levels.length) return;
-    await attempt(jump, async () => {
-      await api(catalog(`/namespaces/${ns(levels)}`));
-      const item = namespaceItem(levels);
-      item.querySelector('button').firstChild.textContent = dotted(levels);
-      opened.replaceChildren(h('ul', { 'aria-label': 'Opened namespace' }, item));
-      item.querySelector('button').click();
-    });
+    if (levels.length) await open(levels);
   });
   filter.addEventListener('input', () => {
     const needle = filter.value.toLowerCase();
@@ -111,7 +157,12 @@ export async function browsePage() {
     h('div', { class: 'toolbar' }, field('Filter loaded namespaces', filter), jump),
     opened,
     tree);
-  const { more, fill } = pagedList(tree, (t) => page(catalog('/namespaces'), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n), 'namespaces');
+  if (openLevels) {
+    target.value = dotted(openLevels);
+    await open(openLevels);
+  }
+  const known = await mounts;
+  const { more, fill } = pagedList(tree, (t) => page(catalog('/namespaces'), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n, known.get(n[0])), 'namespaces');
   tree.after(more);
   await fill();
   main.dataset.ready = 'true';

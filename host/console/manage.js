@@ -16,6 +16,15 @@ function propertiesOf(text) {
   return out;
 }
 
+/** Asks before a destructive action, and again, saying so, when it takes away the
+ * signed-in user's own access. */
+function confirmed(what, own) {
+  if (!window.confirm(`${what}? This cannot be undone.`)) return false;
+  if (!own) return true;
+  const who = session.who || {};
+  return window.confirm(`This removes your own access: you, ${who.name}, may lose what you reach now, and may not be able to undo it. ${what} all the same?`);
+}
+
 function notice(where, text) {
   where.querySelectorAll(':scope > .notice').forEach((n) => n.remove());
   where.append(h('p', { class: 'notice', role: 'status' }, text));
@@ -26,13 +35,14 @@ function namespaces() {
   const name = h('input', { name: 'namespace', placeholder: 'prod.analytics', required: true });
   const props = h('textarea', { name: 'properties', rows: 3, placeholder: 'owner=data-team' });
   const create = h('form', { 'aria-label': 'Create a namespace' },
-    h('h3', {}, 'Create'), field('Namespace', name), field('Properties (key=value per line)', props),
+    h('h3', {}, 'Create'), field('New namespace', name), field('Properties (key=value per line)', props),
     h('button', { type: 'submit' }, 'Create namespace'));
   create.addEventListener('submit', (event) => {
     event.preventDefault();
     attempt(create, async () => {
       await api(catalog('/namespaces'), { method: 'POST', body: { namespace: levelsOf(name.value), properties: propertiesOf(props.value) } });
       notice(create, `Created ${name.value}`);
+      create.reset();
     });
   });
 
@@ -42,15 +52,17 @@ function namespaces() {
   drop.addEventListener('submit', (event) => {
     event.preventDefault();
     attempt(drop, async () => {
+      if (!confirmed(`Drop the namespace ${dropName.value}`)) return;
       await api(catalog(`/namespaces/${ns(levelsOf(dropName.value))}`), { method: 'DELETE' });
       notice(drop, `Dropped ${dropName.value}`);
+      drop.reset();
     });
   });
 
   const editName = h('input', { name: 'edit-namespace', required: true });
   const editor = h('div', {});
   const edit = h('form', { 'aria-label': 'Edit namespace properties' },
-    h('h3', {}, 'Properties'), field('Namespace', editName), h('button', { type: 'submit' }, 'Load properties'), editor);
+    h('h3', {}, 'Properties'), field('Namespace whose properties to edit', editName), h('button', { type: 'submit' }, 'Load properties'), editor);
   edit.addEventListener('submit', (event) => {
     event.preventDefault();
     attempt(edit, async () => {
@@ -80,10 +92,11 @@ async function tenants(admin) {
     const { tenants: names } = await api('/management/v1/tenants');
     list.replaceChildren(table('Tenants', [
       ['Tenant', (t) => t],
-      ['', (t) => (admin ? h('button', { type: 'button', onclick: () => attempt(list, async () => {
+      ['', (t) => (admin ? h('button', { type: 'button', class: 'danger', onclick: () => attempt(list, async () => {
+        if (!confirmed(`Delete the tenant ${t}`, t === (session.who || {}).tenant)) return;
         await api(`/management/v1/tenants/${encodeURIComponent(t)}`, { method: 'DELETE' });
         await refresh();
-      }) }, `Delete tenant ${t}`) : '')],
+      }), 'aria-label': `Delete tenant ${t}` }, 'Delete') : '')],
     ], names));
   });
   section.append(list);
@@ -94,6 +107,7 @@ async function tenants(admin) {
       event.preventDefault();
       attempt(form, async () => {
         await api('/management/v1/tenants', { method: 'POST', body: { name: name.value.trim() } });
+        form.reset();
         await refresh();
       });
     });
@@ -111,10 +125,11 @@ async function principals(admin) {
     list.replaceChildren(table('Principals', [
       ['Name', (p) => p.name], ['Tenant', (p) => p.tenant], ['Role', (p) => p.role],
       ['Server admin', (p) => (p['server-admin'] ? 'yes' : 'no')], ['Sign-in', (p) => (p['oidc-subject'] ? `OIDC ${p['oidc-subject']}` : 'client secret')],
-      ['', (p) => (admin && !p.configured ? h('button', { type: 'button', onclick: () => attempt(list, async () => {
+      ['', (p) => (admin && !p.configured ? h('button', { type: 'button', class: 'danger', onclick: () => attempt(list, async () => {
+        if (!confirmed(`Delete the principal ${p.name}`, p.name === (session.who || {}).name)) return;
         await api(`/management/v1/principals/${encodeURIComponent(p.name)}`, { method: 'DELETE' });
         await refresh();
-      }) }, `Delete principal ${p.name}`) : '')],
+      }), 'aria-label': `Delete principal ${p.name}` }, 'Delete') : '')],
     ], all));
   });
   section.append(list);
@@ -136,6 +151,7 @@ async function principals(admin) {
           h('p', {}, `The client secret of ${made.name}, shown this once (only its hash is kept):`),
           h('p', {}, h('code', { class: 'secret' }, made['client-secret'])),
           h('p', {}, 'As a credential: ', h('code', { class: 'credential' }, credential))));
+        form.reset();
         await refresh();
       });
     });
@@ -153,6 +169,12 @@ const resourceText = (r) => {
 };
 const granteeText = (g) => (g.principal ? `principal ${g.principal}` : `tenant ${g.tenant}`);
 
+/** Whether a grant is to the signed-in user, or to its tenant. */
+const ownGrant = (g) => {
+  const who = session.who || {};
+  return g.grantee.principal === who.id || g.grantee.tenant === who.tenant;
+};
+
 async function grants() {
   const section = h('section', { 'aria-labelledby': 'grants-heading' }, h('h2', { id: 'grants-heading' }, 'Grants'));
   const list = h('div', {});
@@ -160,10 +182,11 @@ async function grants() {
     const { grants: all } = await api('/management/v1/grants');
     list.replaceChildren(table('Grants you hold or manage', [
       ['Resource', (g) => resourceText(g.resource)], ['Privilege', (g) => g.privilege], ['Grantee', (g) => granteeText(g.grantee)],
-      ['', (g) => h('button', { type: 'button', onclick: () => attempt(list, async () => {
+      ['', (g) => h('button', { type: 'button', class: 'danger', onclick: () => attempt(list, async () => {
+        if (!confirmed(`Revoke ${g.privilege} on ${resourceText(g.resource)} from ${granteeText(g.grantee)}`, ownGrant(g))) return;
         await api(`/management/v1/grants/${encodeURIComponent(g.id)}`, { method: 'DELETE' });
         await refresh();
-      }) }, `Revoke ${g.privilege} on ${resourceText(g.resource)}`)],
+      }), 'aria-label': `Revoke ${g.privilege} on ${resourceText(g.resource)}` }, 'Revoke')],
     ], all));
   });
   const kind = h('select', { name: 'grantee-kind' }, h('option', { value: 'principal' }, 'principal'), h('option', { value: 'tenant' }, 'tenant'));
@@ -175,7 +198,7 @@ async function grants() {
   const privilege = h('select', { name: 'privilege' }, ['read', 'write', 'manage'].map((p) => h('option', { value: p }, p)));
   const form = h('form', { 'aria-label': 'Grant' },
     h('h3', {}, 'Grant'),
-    field('Grantee kind', kind), field('Grantee name', grantee), field('Namespace', namespace),
+    field('Grantee kind', kind), field('Grantee name', grantee), field('Namespace granted on', namespace),
     field('On', objectKind), field('Table or view name', object), field('Privilege', privilege),
     h('button', { type: 'submit' }, 'Grant'));
   form.addEventListener('submit', (event) => {
@@ -185,6 +208,7 @@ async function grants() {
       if (objectKind.value) body[objectKind.value] = object.value.trim();
       await api('/management/v1/grants', { method: 'POST', body });
       notice(form, `Granted ${privilege.value} on ${namespace.value} to ${kind.value} ${grantee.value}`);
+      form.reset();
       await refresh();
     });
   });
@@ -196,5 +220,6 @@ async function grants() {
 export async function managePage() {
   const who = session.who || {};
   const admin = who['server-admin'] || who.role === 'admin';
-  show('Manage', namespaces(), await tenants(who['server-admin']), await principals(admin), await grants());
+  show('Manage', h('div', { class: 'sections' },
+    namespaces(), await tenants(who['server-admin']), await principals(admin), await grants()));
 }

@@ -12,13 +12,23 @@ const base64url = (bytes) =>
 const random = () => base64url(crypto.getRandomValues(new Uint8Array(32)));
 const redirectUri = () => `${location.origin}/ui/`;
 
+/** An OAuth refusal in plain words: what happened and what to do. */
+function oauthRefusal(status, body) {
+  const plain = {
+    invalid_client: 'Wrong client id or secret. Check both (the secret was shown once, when the principal was made); an admin can make a new principal under Manage.',
+    invalid_grant: 'This sign-in expired or was already used. Sign in again.',
+    invalid_request: 'The sign-in request was incomplete. Fill in both fields and try again.',
+    unsupported_grant_type: 'This server does not sign in that way. Use a client id and secret.',
+  }[body.error];
+  const detail = body.error_description ? ` (${body.error_description})` : '';
+  return new ApiError(status, 'Sign-in refused', plain ? `${plain}${detail}` : `the server answered ${status}${detail}`);
+}
+
 async function clientCredentials(id, secret) {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret, scope: 'catalog' });
   const response = await fetch('/v1/oauth/tokens', { method: 'POST', body: form });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    throw new ApiError(response.status, body.error || 'Error', body.error_description || `${response.status}`);
-  }
+  if (!response.ok) throw oauthRefusal(response.status, body);
   signIn(body.access_token);
 }
 
@@ -65,7 +75,7 @@ export async function finishOidc() {
   });
   const response = await fetch(pending.token, { method: 'POST', body: form });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new ApiError(response.status, body.error || 'Error', body.error_description || 'no token');
+  if (!response.ok) throw oauthRefusal(response.status, body);
   // A JWT access token when the issuer gives one, else the ID token (its audience is the console).
   const jwt = (t) => typeof t === 'string' && t.split('.').length === 3;
   signIn(jwt(body.access_token) ? body.access_token : body.id_token);

@@ -3,7 +3,7 @@
 // SQL and schema.
 
 import { api, catalog, dotted, ns } from './api.js';
-import { h, show, table, when } from './ui.js';
+import { breadcrumbs, copyButton, h, show, table, when } from './ui.js';
 
 /** A type as Iceberg writes it, nested types spelled out. */
 function typeName(type) {
@@ -81,6 +81,40 @@ function snapshotChart(snapshots) {
   return svg;
 }
 
+/** A snapshot id, exact, with a button that copies it. */
+const snapshotId = (id) => (id === undefined || id === null ? '' : [h('code', {}, String(id)), copyButton(id, `snapshot id ${id}`)]);
+
+/** A name part as Spark SQL writes it: plain, or in backticks. */
+const sparkPart = (part) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(part) ? part : `\`${part.replaceAll('`', '``')}\``);
+
+/** How to query this table from Spark SQL, PyIceberg and DuckDB, naming this server. */
+function querySnippets(levels, name) {
+  const uri = location.origin;
+  const spark = [
+    'spark.sql.catalog.rustberg=org.apache.iceberg.spark.SparkCatalog',
+    'spark.sql.catalog.rustberg.type=rest',
+    `spark.sql.catalog.rustberg.uri=${uri}`,
+    'spark.sql.catalog.rustberg.credential=<client-id>:<client-secret>',
+    '',
+    `SELECT * FROM rustberg.${[...levels, name].map(sparkPart).join('.')} LIMIT 10;`,
+  ].join('\n');
+  const python = [
+    'from pyiceberg.catalog import load_catalog',
+    '',
+    `catalog = load_catalog("rustberg", type="rest", uri="${uri}", credential="<client-id>:<client-secret>")`,
+    `table = catalog.load_table((${[...levels, name].map((p) => JSON.stringify(p)).join(', ')}))`,
+    'print(table.scan(limit=10).to_arrow())',
+  ].join('\n');
+  const duckdb = [
+    'INSTALL iceberg; LOAD iceberg;',
+    `CREATE SECRET rustberg (TYPE iceberg, CLIENT_ID '<client-id>', CLIENT_SECRET '<client-secret>', OAUTH2_SERVER_URI '${uri}/v1/oauth/tokens');`,
+    `ATTACH 'catalog' AS rustberg (TYPE iceberg, ENDPOINT '${uri}', SECRET rustberg, SUPPORT_NESTED_NAMESPACES true);`,
+    `SELECT * FROM rustberg."${dotted(levels).replaceAll('"', '""')}"."${name.replaceAll('"', '""')}" LIMIT 10;`,
+  ].join('\n');
+  return [['Spark SQL', spark], ['PyIceberg', python], ['DuckDB', duckdb]].map(([engine, text]) =>
+    h('figure', { class: 'query' }, h('figcaption', {}, engine, copyButton(text, `the ${engine} snippet`)), h('pre', {}, h('code', {}, text))));
+}
+
 export async function tablePage(levels, name) {
   const loaded = await api(catalog(`/namespaces/${ns(levels)}/tables/${encodeURIComponent(name)}`));
   const m = loaded.metadata;
@@ -92,6 +126,7 @@ export async function tablePage(levels, name) {
   const refs = Object.entries(m.refs || {}).map(([ref, r]) => ({ ref, ...r }));
   const recent = snapshots.slice(-50).reverse();
   show(`Table ${dotted(levels)}.${name}`,
+    breadcrumbs(levels, name),
     h('dl', {},
       h('dt', {}, 'Metadata location'), h('dd', {}, h('code', {}, loaded['metadata-location'] || '')),
       h('dt', {}, 'Location'), h('dd', {}, h('code', {}, m.location)),
@@ -115,15 +150,17 @@ export async function tablePage(levels, name) {
     h('h2', {}, 'Snapshots'),
     snapshots.length ? snapshotChart(snapshots) : h('p', {}, 'No snapshots yet'),
     table('Branches and tags', [
-      ['Name', (r) => r.ref], ['Type', (r) => r.type], ['Snapshot', (r) => r['snapshot-id']],
+      ['Name', (r) => r.ref], ['Type', (r) => r.type], ['Snapshot', (r) => snapshotId(r['snapshot-id'])],
     ], refs),
     table(`Snapshot history (${recent.length} most recent of ${snapshots.length})`, [
-      ['Snapshot', (s) => s['snapshot-id']], ['Committed', (s) => when(s['timestamp-ms'])],
+      ['Snapshot', (s) => snapshotId(s['snapshot-id'])], ['Committed', (s) => when(s['timestamp-ms'])],
       ['Operation', (s) => (s.summary || {}).operation || ''],
       ['Records added', (s) => number(s.summary, 'added-records')], ['Files added', (s) => number(s.summary, 'added-data-files')],
     ], recent),
     h('h2', {}, 'Properties'),
-    table('Table properties', [['Key', ([k]) => k], ['Value', ([, v]) => v]], Object.entries(m.properties || {})));
+    table('Table properties', [['Key', ([k]) => k], ['Value', ([, v]) => v]], Object.entries(m.properties || {})),
+    h('h2', {}, 'Query it'),
+    querySnippets(levels, name));
 }
 
 export async function viewPage(levels, name) {
@@ -133,6 +170,7 @@ export async function viewPage(levels, name) {
   const schema = m.schemas.find((s) => s['schema-id'] === version['schema-id']) || m.schemas[0];
   const sql = version.representations.filter((r) => r.type === 'sql');
   show(`View ${dotted(levels)}.${name}`,
+    breadcrumbs(levels, name),
     h('dl', {},
       h('dt', {}, 'Metadata location'), h('dd', {}, h('code', {}, loaded['metadata-location'] || '')),
       h('dt', {}, 'Version'), h('dd', {}, version['version-id'])),

@@ -26,10 +26,23 @@ export function field(label, control) {
   return h('div', { class: 'field' }, h('label', { for: control.id }, label), control);
 }
 
-/** A region that says what went wrong, in the server's words, to screen readers too. */
+/** What to do about a refusal or failure, by its status. */
+function advice(status) {
+  if (status === 401) return 'Sign in again: the session has ended or the credential is not accepted.';
+  if (status === 403) return 'You may not do this here. An admin of the tenant that owns it can grant it (Manage, Grants).';
+  if (status === 404) return 'It does not exist, or you may not see it.';
+  if (status === 409) return 'It conflicts with what is there now: reload, check, and try again.';
+  if (status === 501) return 'This catalog does not serve that.';
+  if (status >= 500) return 'The server or a backend failed. Try again; if it persists, tell an operator (the request id is in the server log).';
+  return '';
+}
+
+/** A region that says what went wrong and what to do, with the server's own words, to
+ * screen readers too. */
 export function errorBox(error) {
   const type = error.type ? `${error.type}: ` : '';
-  return h('p', { class: 'error', role: 'alert' }, `${type}${error.message}`);
+  const todo = advice(error.status);
+  return h('p', { class: 'error', role: 'alert' }, todo ? h('strong', {}, todo) : '', todo ? ' ' : '', `${type}${error.message}`);
 }
 
 /** Runs `work`, showing its error (if any) in `where` instead of throwing. */
@@ -63,3 +76,23 @@ export function show(title, ...content) {
 
 export const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
 export const when = (ms) => new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+
+/** A button that copies `value` (exactly, a BigInt's digits too); `what` names it. */
+export function copyButton(value, what) {
+  const button = h('button', { type: 'button', class: 'copy', 'aria-label': `Copy ${what}`, title: `Copy ${what}` }, 'Copy');
+  button.addEventListener('click', async () => {
+    await navigator.clipboard.writeText(String(value));
+    button.textContent = 'Copied';
+    setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+  });
+  return button;
+}
+
+/** The way back up the tree: Browse, then each level of `levels`, then `last` (text). */
+export function breadcrumbs(levels, last) {
+  const link = (i) => `#/browse/${levels.slice(0, i + 1).map(encodeURIComponent).join('%1F')}`;
+  const items = [h('li', {}, h('a', { href: '#/browse' }, 'Browse')),
+    ...levels.map((level, i) => h('li', {}, h('a', { href: link(i) }, level)))];
+  if (last) items.push(h('li', {}, h('span', { 'aria-current': 'page' }, last)));
+  return h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('ol', {}, items));
+}

@@ -20,7 +20,9 @@ const browser = await chromium.launch({
 });
 const desktop = { width: 1280, height: 800 };
 const phone = { width: 390, height: 844 };
-const page = await browser.newPage({ viewport: desktop });
+const context = await browser.newContext({ viewport: desktop });
+await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+const page = await context.newPage();
 
 // Everything that goes wrong in the console (not on the issuer's own sign-in pages), but
 // what the scenario expects to be refused.
@@ -62,6 +64,16 @@ async function everyControlLabelled(where) {
   });
   assert.deepEqual(unnamed, [], `controls without a label on ${where}`);
 }
+
+// Dialogs (confirmations): each message kept, answered from `answers` in order (no
+// answer left: dismissed).
+const dialogs = [];
+let answers = [];
+page.on('dialog', (dialog) => {
+  dialogs.push(dialog.message());
+  if (answers.shift()) dialog.accept();
+  else dialog.dismiss();
+});
 
 const shot = (name) => page.screenshot({ path: `${shots}/console-${name}.png`, fullPage: true });
 
@@ -127,12 +139,39 @@ try {
   await page.getByRole('cell', { name: 'v1' }).waitFor(); // a tag
   // 64-bit snapshot ids exactly as the REST API gives them (above 2^53: no rounding).
   const refRow = (name) => page.getByRole('row').filter({ has: page.getByRole('cell', { name, exact: true }) });
-  assert.match(await refRow('main').innerText(), new RegExp(`\\b${process.env.MAIN_SNAPSHOT_ID}\\b`), 'main names its exact snapshot');
-  assert.match(await refRow('v1').innerText(), new RegExp(`\\b${process.env.TAG_SNAPSHOT_ID}\\b`), 'the tag names its exact snapshot');
-  await page.getByRole('cell', { name: process.env.MAIN_SNAPSHOT_ID, exact: true }).first().waitFor(); // in the history
+  assert.match(await refRow('main').innerText(), new RegExp(`(^|\\D)${process.env.MAIN_SNAPSHOT_ID}(\\D|$)`), 'main names its exact snapshot');
+  assert.match(await refRow('v1').innerText(), new RegExp(`(^|\\D)${process.env.TAG_SNAPSHOT_ID}(\\D|$)`), 'the tag names its exact snapshot');
+  await page.locator('td code', { hasText: process.env.MAIN_SNAPSHOT_ID }).nth(1).waitFor(); // in the history
+  // A copy button copies the id exactly.
+  await page.getByRole('button', { name: `Copy snapshot id ${process.env.MAIN_SNAPSHOT_ID}` }).first().click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), process.env.MAIN_SNAPSHOT_ID);
+  // How to query it, naming this server and this table.
+  assert.equal(await page.locator('figure.query').count(), 3, 'Spark SQL, PyIceberg and DuckDB');
+  const duckdb = await page.locator('figure.query', { hasText: 'DuckDB' }).locator('pre').innerText();
+  assert.ok(duckdb.includes(`ENDPOINT '${base}'`) && duckdb.includes('rustberg."prod.analytics"."events"'), duckdb);
+  const spark = await page.locator('figure.query', { hasText: 'Spark SQL' }).locator('pre').innerText();
+  assert.ok(spark.includes(`uri=${base}`) && spark.includes('FROM rustberg.prod.analytics.events'), spark);
   await page.getByRole('cell', { name: 'day' }).first().waitFor(); // the partition transform
   await everyControlLabelled('table');
   await fits('2-table');
+
+  // Back up the tree by the breadcrumbs: `analytics` opens prod.analytics above the tree.
+  const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
+  assert.deepEqual(await crumbs.getByRole('link').allInnerTexts(), ['Browse', 'prod', 'analytics']);
+  await crumbs.getByRole('link', { name: 'analytics' }).click();
+  const opened = page.getByRole('list', { name: 'Opened namespace' });
+  await opened.getByRole('link', { name: 'events' }).waitFor();
+  // A mount is marked with its backend and health.
+  assert.match(await page.locator('ul.tree > li[data-name="prod"]').innerText(), /mount · native · reachable/);
+  // A namespace made and dropped in place.
+  await opened.getByLabel('New namespace in prod.analytics').fill('staging');
+  await opened.getByRole('button', { name: 'Create here' }).first().click();
+  const staging = opened.locator('li[data-name="staging"]');
+  await staging.locator('button.ns').click();
+  answers = [true];
+  await staging.getByRole('button', { name: 'Drop prod.analytics.staging' }).click();
+  await staging.waitFor({ state: 'detached' });
+  await fits('1c-opened');
 
   // The view's SQL.
   await page.goto(`${base}/ui/#/browse`);
@@ -152,12 +191,26 @@ try {
   // 3. Create a namespace, a tenant and a reader in it (its secret shown once), and grant
   // the reader read on the namespace.
   await page.getByRole('link', { name: 'Manage' }).click();
-  await page.getByLabel('Namespace', { exact: true }).first().fill('shared');
+  await page.getByLabel('New namespace').fill('shared');
   await page.getByRole('button', { name: 'Create namespace' }).click();
   await page.getByText('Created shared').waitFor();
+  assert.equal(await page.getByLabel('New namespace').inputValue(), '', 'the form resets after a success');
   await page.getByLabel('New tenant').fill('guests');
   await page.getByLabel('New tenant').press('Enter');
   await page.getByRole('cell', { name: 'guests', exact: true }).waitFor();
+  // Destructive actions ask first; taking away one's own access asks twice, saying so.
+  await page.getByLabel('New tenant').fill('temp');
+  await page.getByLabel('New tenant').press('Enter');
+  answers = [true];
+  await page.getByRole('button', { name: 'Delete tenant temp' }).click();
+  await page.getByRole('cell', { name: 'temp', exact: true }).waitFor({ state: 'detached' });
+  assert.match(dialogs.at(-1), /^Delete the tenant temp\? This cannot be undone/);
+  const asked = dialogs.length;
+  answers = [true, false];
+  await page.getByRole('button', { name: 'Delete tenant acme' }).click();
+  while (dialogs.length < asked + 2) await page.waitForTimeout(20);
+  assert.match(dialogs.at(-1), /removes your own access: you, olivia,/);
+  await page.getByRole('button', { name: 'Delete tenant acme' }).waitFor(); // kept: nothing was sent
   const principal = page.getByRole('form', { name: 'Create a principal' });
   await principal.getByLabel('Name').fill('rita');
   await principal.getByLabel('Tenant').fill('guests');
@@ -168,10 +221,11 @@ try {
   const grant = page.getByRole('form', { name: 'Grant' });
   await grant.getByLabel('Grantee kind').selectOption('principal');
   await grant.getByLabel('Grantee name').fill('rita');
-  await grant.getByLabel('Namespace').fill('shared');
+  await grant.getByLabel('Namespace granted on').fill('shared');
   await grant.getByLabel('Privilege').selectOption('read');
   await grant.getByRole('button', { name: 'Grant' }).click();
   await page.getByText('Granted read on shared to principal rita').waitFor();
+  assert.equal(await grant.getByLabel('Grantee name').inputValue(), '', 'the form resets after a success');
   await page.getByRole('button', { name: 'Revoke read on namespace shared' }).waitFor();
   await everyControlLabelled('manage');
   await fits('4-manage');
@@ -187,7 +241,17 @@ try {
   // 4. The reader signs in with its client credentials and sees only the namespace granted.
   await page.getByRole('button', { name: 'Sign out' }).click();
   const [id, secret] = [credential.slice(0, credential.indexOf(':')), credential.slice(credential.indexOf(':') + 1)];
+  // A wrong secret is refused in plain words, not OAuth's.
+  expected = { method: 'POST', path: '/v1/oauth/tokens', status: 401 };
   await page.getByLabel('Client id').fill(id);
+  await page.getByLabel('Client secret').fill('not-the-secret');
+  await page.getByLabel('Client secret').press('Enter');
+  const wrong = await page.getByRole('alert').innerText();
+  assert.match(wrong, /Wrong client id or secret\. Check both/);
+  assert.doesNotMatch(wrong, /invalid_client/);
+  assert.deepEqual(refused, ['/v1/oauth/tokens']);
+  refused.length = 0;
+  expected = null;
   await page.getByLabel('Client secret').fill(secret);
   await page.getByLabel('Client secret').press('Enter');
   await page.locator('#who').getByText('rita (guests, reader)').waitFor();
@@ -200,10 +264,10 @@ try {
   // A refusal shows the server's own words.
   expected = { method: 'POST', path: '/v1/catalog/namespaces', status: 403 };
   await page.getByRole('link', { name: 'Manage' }).click();
-  await page.getByLabel('Namespace', { exact: true }).first().fill('ritas');
+  await page.getByLabel('New namespace').fill('ritas');
   await page.getByRole('button', { name: 'Create namespace' }).click();
   const error = await page.getByRole('alert').innerText();
-  assert.match(error, /ForbiddenException: .+/);
+  assert.match(error, /You may not do this here\. An admin of the tenant that owns it can grant it .*ForbiddenException: .+/);
   assert.deepEqual(refused, ['/v1/catalog/namespaces']);
   await fits('7-refused');
 } catch (error) {
