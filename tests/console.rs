@@ -320,6 +320,23 @@ async fn the_consoles_routes_show_each_caller_only_its_own() {
     let resource = resource["records"].as_array().unwrap();
     assert_eq!(resource.len(), 1);
     assert!(resource[0]["resource"].as_str().unwrap().contains("acme_lake"), "{resource:?}");
+    // By mount and action, and by time: everything before now, nothing from tomorrow.
+    let (_, in_mount) = audit(&root, "/management/v1/audit?mount=other_lake&action=write").await;
+    let in_mount = in_mount["records"].as_array().unwrap();
+    let expected = records.iter().filter(|r| r["mount"] == "other_lake" && r["action"] == "write").count();
+    assert!(expected >= 2, "ann's refusal and olga's create: {records:?}");
+    assert_eq!(in_mount.len(), expected, "{in_mount:?}");
+    assert!(in_mount.iter().all(|r| r["mount"] == "other_lake" && r["action"] == "write"), "{in_mount:?}");
+    let now = jiff::Timestamp::now();
+    let tomorrow = now + jiff::SignedDuration::from_hours(24);
+    let (_, until_now) = audit(&root, &format!("/management/v1/audit?until={now}")).await;
+    assert_eq!(until_now["records"].as_array().unwrap().len(), records.len(), "{until_now}");
+    let (_, later) = audit(&root, &format!("/management/v1/audit?since={tomorrow}")).await;
+    assert_eq!(later["records"], json!([]));
+    let (_, window) =
+        audit(&root, &format!("/management/v1/audit?since={}&until={now}", records[0]["time"].as_str().unwrap())).await;
+    assert_eq!(window["records"].as_array().unwrap().len(), 1, "the newest record alone: {window}");
+    support::assert_error(&audit(&root, "/management/v1/audit?since=yesterday").await, 400, "BadRequestException");
     support::assert_error(&audit(&ann, "/management/v1/audit").await, 403, "ForbiddenException");
     let plain = Server::start(&principal("root", "acme", "admin", true));
     let plain_root = plain.login("root", "root-secret");

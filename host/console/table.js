@@ -112,7 +112,7 @@ function querySnippets(levels, name) {
     `SELECT * FROM rustberg."${dotted(levels).replaceAll('"', '""')}"."${name.replaceAll('"', '""')}" LIMIT 10;`,
   ].join('\n');
   return [['Spark SQL', spark], ['PyIceberg', python], ['DuckDB', duckdb]].map(([engine, text]) =>
-    h('figure', { class: 'query' }, h('figcaption', {}, engine, copyButton(text, `the ${engine} snippet`)), h('pre', {}, h('code', {}, text))));
+    h('figure', { class: 'query' }, h('figcaption', {}, engine, copyButton(text, `the ${engine} snippet`)), h('pre', { tabindex: 0 }, h('code', {}, text))));
 }
 
 export async function tablePage(levels, name) {
@@ -175,7 +175,7 @@ export async function viewPage(levels, name) {
       h('dt', {}, 'Metadata location'), h('dd', {}, h('code', {}, loaded['metadata-location'] || '')),
       h('dt', {}, 'Version'), h('dd', {}, version['version-id'])),
     h('h2', {}, 'SQL'),
-    sql.map((r) => h('figure', {}, h('figcaption', {}, r.dialect), h('pre', {}, h('code', {}, r.sql)))),
+    sql.map((r) => h('figure', {}, h('figcaption', {}, r.dialect), h('pre', { tabindex: 0 }, h('code', {}, r.sql)))),
     h('h2', {}, 'Schema'),
     schemaTable(schema),
     h('h2', {}, 'Properties'),

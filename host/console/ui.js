@@ -77,13 +77,15 @@ export function show(title, ...content) {
 export const bytes = (n) => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
 export const when = (ms) => new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 
-/** A button that copies `value` (exactly, a BigInt's digits too); `what` names it. */
+/** A button that copies `value` (exactly, a BigInt's digits too); `what` names it. Its
+ * text stays "Copy" (its name must hold what it shows); "Copied" is said beside it. */
 export function copyButton(value, what) {
   const button = h('button', { type: 'button', class: 'copy', 'aria-label': `Copy ${what}`, title: `Copy ${what}` }, 'Copy');
   button.addEventListener('click', async () => {
     await navigator.clipboard.writeText(String(value));
-    button.textContent = 'Copied';
-    setTimeout(() => { button.textContent = 'Copy'; }, 1500);
+    const said = h('span', { class: 'copied', role: 'status' }, 'Copied');
+    button.after(said);
+    setTimeout(() => said.remove(), 1500);
   });
   return button;
 }

@@ -6,6 +6,8 @@
 //
 // Env: RUSTBERG_URL, IDP_URL, OIDC_LOGIN, SCREENSHOTS, CHROMIUM (default /usr/bin/chromium).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
@@ -77,9 +79,24 @@ page.on('dialog', (dialog) => {
 
 const shot = (name) => page.screenshot({ path: `${shots}/console-${name}.png`, fullPage: true });
 
+/** axe-core's rules on the page as it stands: no serious or critical violation. (Run
+ * through the DevTools protocol, which the console's Content-Security-Policy does not
+ * govern, so the page keeps its policy.) */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+async function accessible(where) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const { violations } = await window.axe.run(document, { resultTypes: ['violations'] });
+    return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  assert.deepEqual(violations, [], `serious or critical accessibility violations on ${where}`);
+}
+
 /** The page fits the window, at a desktop's size and at a phone's: nothing scrolls
  * sideways. A screenshot of each. */
 async function fits(name) {
+  await accessible(name);
   for (const [size, suffix] of [[desktop, ''], [phone, '-phone']]) {
     await page.setViewportSize(size);
     const measured = await page.evaluate(() => {
@@ -192,7 +209,7 @@ try {
   // the reader read on the namespace.
   await page.getByRole('link', { name: 'Manage' }).click();
   await page.getByLabel('New namespace').fill('shared');
-  await page.getByRole('button', { name: 'Create namespace' }).click();
+  await page.getByLabel('New namespace').press('Enter'); // by keyboard
   await page.getByText('Created shared').waitFor();
   assert.equal(await page.getByLabel('New namespace').inputValue(), '', 'the form resets after a success');
   await page.getByLabel('New tenant').fill('guests');
@@ -235,11 +252,18 @@ try {
   await page.getByLabel('Resource contains').fill('namespace shared');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.getByRole('cell', { name: 'namespace shared' }).first().waitFor();
+  // By action and mount too: the grant, not the create.
+  await page.getByLabel('Action').selectOption('manage');
+  await page.getByLabel('Mount').fill('root');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByRole('caption').getByText('1 record, newest first').waitFor();
+  assert.match(await page.locator('tbody tr').first().innerText(), /manage[\s\S]*namespace shared[\s\S]*server admin/);
   await everyControlLabelled('audit');
   await fits('5-audit');
 
   // 4. The reader signs in with its client credentials and sees only the namespace granted.
-  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).focus(); // by keyboard
+  await page.keyboard.press('Enter');
   const [id, secret] = [credential.slice(0, credential.indexOf(':')), credential.slice(credential.indexOf(':') + 1)];
   // A wrong secret is refused in plain words, not OAuth's.
   expected = { method: 'POST', path: '/v1/oauth/tokens', status: 401 };

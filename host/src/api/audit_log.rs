@@ -1,5 +1,5 @@
 //! `GET /management/v1/audit`: the newest audit records, filtered by principal,
-//! resource and decision. A server admin reads every record; a tenant admin those of
+//! resource, decision, mount, action and time. A server admin reads every record; a tenant admin those of
 //! its tenant's principals; anyone else, none (403). Served when `[audit] file` is set
 //! (records on stdout are for the log collector): 501 otherwise.
 
@@ -21,6 +21,7 @@ pub async fn query(
     if !caller.server_admin && caller.role != Role::Admin {
         return Err(Error::Forbidden(format!("{} may not read the audit log: it is for admins", caller.name)));
     }
+    query.window().map_err(Error::BadRequest)?;
     let access = state.authz.access(&caller).await?;
     let visible = |record: &serde_json::Value| caller.server_admin || record["tenant"] == caller.tenant.as_str();
     let log = access.audit_log();
