@@ -45,39 +45,51 @@ function schemaTable(schema) {
 
 const number = (summary, key) => Number((summary || {})[key] || 0);
 
-/** Records and data files added per snapshot, in commit order, as bars over time. */
+/** Records and data files added per snapshot, in commit order, as two rows of bars over
+ * time: each row's label above it, each bar's value on it (or above it, when short) and
+ * in its tooltip with the snapshot's id. */
 function snapshotChart(snapshots) {
   const width = 720;
-  const band = 90;
+  const band = 90; // the height of a row of bars
+  const label = 18; // the room above each row for its label
   const n = snapshots.length;
   const step = n ? width / n : width;
   const maxRecords = Math.max(1, ...snapshots.map((s) => number(s.summary, 'added-records')));
   const maxFiles = Math.max(1, ...snapshots.map((s) => number(s.summary, 'added-data-files')));
+  const height = 2 * (label + band) + 24;
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
-  svg.setAttribute('viewBox', `0 0 ${width} ${2 * band + 40}`);
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
   svg.setAttribute('class', 'chart');
   svg.setAttribute('role', 'img');
   const first = n ? when(snapshots[0]['timestamp-ms']) : '';
   const last = n ? when(snapshots[n - 1]['timestamp-ms']) : '';
   svg.setAttribute('aria-label', `Records and data files added by each of ${n} snapshots, ${first} to ${last}`);
-  const add = (tag, attrs, text) => {
+  const add = (tag, attrs, text, parent = svg) => {
     const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
     for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-    if (text) el.textContent = text;
-    svg.append(el);
+    if (text !== undefined) el.textContent = text;
+    parent.append(el);
+    return el;
   };
-  snapshots.forEach((s, i) => {
-    const records = (number(s.summary, 'added-records') / maxRecords) * (band - 12);
-    const files = (number(s.summary, 'added-data-files') / maxFiles) * (band - 12);
-    const x = i * step + step * 0.1;
-    const w = Math.max(1, step * 0.8);
-    add('rect', { class: 'records', x, y: band - records, width: w, height: records });
-    add('rect', { class: 'files', x, y: 2 * band + 10 - files, width: w, height: files });
-  });
-  add('text', { x: 4, y: 12 }, `records added (max ${maxRecords})`);
-  add('text', { x: 4, y: band + 22 }, `data files added (max ${maxFiles})`);
-  add('text', { x: 4, y: 2 * band + 34 }, first);
-  add('text', { x: width - 4, y: 2 * band + 34, 'text-anchor': 'end' }, last);
+  // Values are written on the bars only when a bar is wide enough to hold them.
+  const room = step >= 34;
+  const row = (top, key, cls, max, unit) => {
+    add('text', { x: 4, y: top + 13, class: 'label' }, `${unit} added per snapshot (most: ${max.toLocaleString()})`);
+    snapshots.forEach((s, i) => {
+      const value = number(s.summary, key);
+      const h = (value / max) * (band - 16);
+      const x = i * step + step * 0.1;
+      const w = Math.max(1, step * 0.8);
+      const y = top + label + band - h;
+      const bar = add('rect', { class: cls, x, y, width: w, height: h });
+      add('title', {}, `snapshot ${s['snapshot-id']}: ${value.toLocaleString()} ${unit}`, bar);
+      if (room) add('text', { x: x + w / 2, y: h > 16 ? y + 12 : y - 3, class: h > 16 ? 'value inside' : 'value', 'text-anchor': 'middle' }, value.toLocaleString());
+    });
+  };
+  row(0, 'added-records', 'records', maxRecords, 'records');
+  row(label + band, 'added-data-files', 'files', maxFiles, 'data files');
+  add('text', { x: 4, y: height - 6 }, first);
+  add('text', { x: width - 4, y: height - 6, 'text-anchor': 'end' }, last);
   return svg;
 }
 

@@ -22,7 +22,7 @@ const browser = await chromium.launch({
 });
 const desktop = { width: 1280, height: 800 };
 const phone = { width: 390, height: 844 };
-const context = await browser.newContext({ viewport: desktop });
+const context = await browser.newContext({ viewport: desktop, locale: 'en-US' });
 await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
 const page = await context.newPage();
 
@@ -151,6 +151,19 @@ try {
   const bars = await page.locator('svg.chart rect.records').count();
   assert.equal(bars, Number(process.env.SNAPSHOTS), 'one bar per snapshot');
   assert.match(await page.locator('svg.chart').getAttribute('aria-label'), /Records and data files added by each of/);
+  // Each bar carries its value, and says it with the snapshot's exact id on hover.
+  const values = await page.locator('svg.chart text.value').allTextContents();
+  assert.equal(values.length, 2 * Number(process.env.SNAPSHOTS), 'a value on every bar');
+  assert.ok(values.includes('12,000') && values.includes('12'), values.join(' '));
+  assert.equal(await page.locator('svg.chart rect.records title').last().textContent(), `snapshot ${process.env.MAIN_SNAPSHOT_ID}: 12,000 records`);
+  // No label overlaps a bar.
+  const overlaps = await page.evaluate(() => {
+    const boxes = (selector) => [...document.querySelectorAll(selector)].map((el) => el.getBoundingClientRect());
+    const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    const bars = boxes('svg.chart rect');
+    return boxes('svg.chart text.label').filter((l) => bars.some((b) => b.height > 0 && meet(l, b))).length;
+  });
+  assert.equal(overlaps, 0, 'a row label overlaps a bar');
   await page.getByRole('cell', { name: 'nested.inner' }).waitFor(); // a nested field
   await page.getByText('list<long>').waitFor();
   await page.getByRole('cell', { name: 'v1' }).waitFor(); // a tag
