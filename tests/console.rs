@@ -154,6 +154,30 @@ async fn catalog(admin: &Api) -> i64 {
     main
 }
 
+/// `prod.analytics.written`, made and appended to by PyIceberg (its snapshot ids are
+/// random 63-bit numbers) until main's id lies above 2^53; that id as the REST API gives it.
+async fn written_by_pyiceberg(server: &Server, setup: &Api) -> i64 {
+    let script = r#"
+import sys
+import pyarrow as pa
+from pyiceberg.catalog import load_catalog
+catalog = load_catalog("rustberg", type="rest", uri=sys.argv[1], credential="setup:setup-secret")
+table = catalog.create_table(("prod", "analytics", "written"), schema=pa.schema([("id", pa.int64()), ("name", pa.string())]))
+for _ in range(8):
+    table.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+    if table.current_snapshot().snapshot_id > 2**53:
+        break
+"#;
+    let venv = support::python::venv();
+    let output = Command::new(venv.join("bin/python")).args(["-c", script, &server.base]).output().unwrap();
+    assert!(output.status.success(), "PyIceberg: {}", String::from_utf8_lossy(&output.stderr));
+    let (status, loaded) = setup.get("/namespaces/prod%1Fanalytics/tables/written").await;
+    assert_eq!(status, 200, "{loaded}");
+    let id = loaded["metadata"]["current-snapshot-id"].as_i64().unwrap();
+    assert!(id > 1 << 53, "PyIceberg's snapshot id {id}");
+    id
+}
+
 async fn audit(api: &Api, query: &str) -> (u16, Value) {
     api.send(reqwest::Method::GET, query, None).await
 }
@@ -187,6 +211,7 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
     let server = Server::start(&config(&issuer, mount_dir.path()));
     let setup = server.login("setup", "setup-secret");
     let main_snapshot = catalog(&setup).await;
+    let written_snapshot = written_by_pyiceberg(&server, &setup).await;
     many_namespaces(&setup).await;
 
     let shots = screenshots();
@@ -200,6 +225,7 @@ async fn the_console_signs_in_browses_manages_and_shows_a_reader_only_its_grant(
                 .env("OIDC_LOGIN", "olivia")
                 .env("SNAPSHOTS", SNAPSHOTS.to_string())
                 .env("MAIN_SNAPSHOT_ID", main_snapshot.to_string())
+                .env("PYICEBERG_SNAPSHOT_ID", written_snapshot.to_string())
                 .env("TAG_SNAPSHOT_ID", FIRST_SNAPSHOT_ID.to_string())
                 .env("SCREENSHOTS", shots)
                 .env("CHROMIUM", chromium)

@@ -185,6 +185,13 @@ try {
   await everyControlLabelled('table');
   await fits('2-table');
 
+  // A table PyIceberg wrote: its snapshot id, above 2^53, exactly.
+  await page.goto(`${base}/ui/#/table/prod%1Fanalytics/written`);
+  await page.getByRole('heading', { name: 'Table prod.analytics.written' }).waitFor();
+  assert.match(await refRow('main').innerText(), new RegExp(`(^|\\D)${process.env.PYICEBERG_SNAPSHOT_ID}(\\D|$)`), 'PyIceberg\'s snapshot id exactly');
+  await page.goBack();
+  await page.getByRole('heading', { name: 'Table prod.analytics.events' }).waitFor();
+
   // Back up the tree by the breadcrumbs: `analytics` opens prod.analytics above the tree.
   const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' });
   assert.deepEqual(await crumbs.getByRole('link').allInnerTexts(), ['Browse', 'prod', 'analytics']);
