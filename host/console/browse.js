@@ -85,24 +85,32 @@ function namespaceActions(levels, item, isMount) {
   return form;
 }
 
-/** One namespace, closed: its button opens its namespaces, tables and views. */
-function namespaceItem(levels, mount) {
+/** One namespace, closed: its button opens its namespaces, tables and views. A root
+ * namespace is drawn at once and marked when `mounts` (the mounts by name) says it is
+ * one: the tree does not wait for them. */
+function namespaceItem(levels, mounts) {
   const item = h('li', { 'data-name': levels[levels.length - 1] });
   const inside = h('div', { class: 'inside', hidden: true });
+  const kind = h('span', { class: 'visually-hidden' }, ' namespace');
+  const mount = levels.length === 1 && mounts ? mounts.then((known) => known.get(levels[0])) : Promise.resolve(undefined);
   let loaded = false;
-  const toggle = h('button', { type: 'button', class: 'ns', 'aria-expanded': 'false' },
-    levels[levels.length - 1], h('span', { class: 'visually-hidden' }, mount ? ' mount' : ' namespace'));
+  const toggle = h('button', { type: 'button', class: 'ns', 'aria-expanded': 'false' }, levels[levels.length - 1], kind);
   toggle.addEventListener('click', async () => {
     const open = toggle.getAttribute('aria-expanded') !== 'true';
     toggle.setAttribute('aria-expanded', String(open));
     inside.hidden = !open;
     if (open && !loaded) {
       loaded = true;
-      inside.append(namespaceActions(levels, item, Boolean(mount)));
+      inside.append(namespaceActions(levels, item, Boolean(await mount)));
       await fillNamespace(levels, inside);
     }
   });
-  item.append(toggle, mount ? mountMark(mount) : '', inside);
+  item.append(toggle, inside);
+  mount.then((found) => {
+    if (!found) return;
+    kind.textContent = ' mount';
+    toggle.after(mountMark(found));
+  });
   return item;
 }
 
@@ -136,16 +144,20 @@ export async function browsePage(openLevels) {
   const tree = h('ul', { class: 'tree', 'aria-label': 'Namespaces' });
   const opened = h('div', {});
   const jump = h('form', { class: 'toolbar' }, field('Open a namespace', target), h('button', { type: 'submit' }, 'Open'));
-  const mounts = mountsByName();
+  // The mounts are asked for once the tree's first page is shown (or a namespace is
+  // opened): marking them must not delay it.
+  let askMounts;
+  const mounts = new Promise((resolve) => { askMounts = () => { askMounts = () => {}; mountsByName().then(resolve); }; });
   const open = (levels) => attempt(jump, async () => {
     await api(catalog(`/namespaces/${ns(levels)}`));
-    const item = namespaceItem(levels, levels.length === 1 ? (await mounts).get(levels[0]) : undefined);
+    const item = namespaceItem(levels, mounts);
     item.querySelector('button').firstChild.textContent = dotted(levels);
     opened.replaceChildren(breadcrumbs(levels.slice(0, -1), levels[levels.length - 1]), h('ul', { 'aria-label': 'Opened namespace' }, item));
     item.querySelector('button').click();
   });
   jump.addEventListener('submit', async (event) => {
     event.preventDefault();
+    askMounts();
     const levels = target.value.split('.').map((l) => l.trim()).filter(Boolean);
     if (levels.length) await open(levels);
   });
@@ -158,12 +170,13 @@ export async function browsePage(openLevels) {
     opened,
     tree);
   if (openLevels) {
+    askMounts();
     target.value = dotted(openLevels);
     await open(openLevels);
   }
-  const known = await mounts;
-  const { more, fill } = pagedList(tree, (t) => page(catalog('/namespaces'), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n, known.get(n[0])), 'namespaces');
+  const { more, fill } = pagedList(tree, (t) => page(catalog('/namespaces'), 'namespaces', t, PAGE_SIZE), (n) => namespaceItem(n, mounts), 'namespaces');
   tree.after(more);
   await fill();
+  askMounts();
   main.dataset.ready = 'true';
 }

@@ -330,4 +330,5 @@ for (const path of assets) {
   gzipped += gzipSync(Buffer.from(await (await fetch(`${base}${path}`)).arrayBuffer()), { level: 9 }).length;
 }
 console.log(`MEASURE console-gzipped-bytes ${gzipped} (${assets.size} files)`);
+assert.ok(gzipped <= 40 * 1024, `the console weighs ${gzipped} bytes gzipped, over 40 KB`);
 console.log('SCENARIO PASSED');
