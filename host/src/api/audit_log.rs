@@ -1,7 +1,7 @@
 //! `GET /management/v1/audit`: the newest audit records, filtered by principal,
-//! resource, decision, mount, action and time. A server admin reads every record; a tenant admin those of
-//! its tenant's principals; anyone else, none (403). Served when `[audit] file` is set
-//! (records on stdout are for the log collector): 501 otherwise.
+//! resource, decision, mount, action and time. A server admin reads every record; a
+//! tenant admin those of its tenant's principals; anyone else, none (403). Served when
+//! `[audit] file` is set (records on stdout are for the log collector): 501 otherwise.
 
 use axum::extract::State as AxState;
 use axum::response::IntoResponse;
