@@ -278,6 +278,24 @@ try {
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.getByRole('caption').getByText('1 record, newest first').waitFor();
   assert.match(await page.locator('tbody tr').first().innerText(), /manage[\s\S]*namespace shared[\s\S]*server admin/);
+  // A denial says in words what the caller held: the reader, outside the console,
+  // tries to write where its grant lets it only read.
+  const [ritaId, ritaSecret] = [credential.slice(0, credential.indexOf(':')), credential.slice(credential.indexOf(':') + 1)];
+  const issued = await (await fetch(`${base}/v1/oauth/tokens`, {
+    method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: ritaId, client_secret: ritaSecret }),
+  })).json();
+  const write = await fetch(`${base}/v1/catalog/namespaces`, {
+    method: 'POST', headers: { Authorization: `Bearer ${issued.access_token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ namespace: ['shared', 'mine'] }),
+  });
+  assert.equal(write.status, 403);
+  await page.getByLabel('Action').selectOption('write');
+  await page.getByLabel('Mount').fill('');
+  await page.getByLabel('Decision').selectOption('denied');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByRole('cell', { name: 'rita', exact: true }).waitFor();
+  await page.getByRole('caption').getByText('1 record, newest first').waitFor();
+  assert.match(await page.locator('tbody tr').first().innerText(), /rita[\s\S]*denied[\s\S]*held only: grant \S+/);
   await everyControlLabelled('audit');
   await fits('5-audit');
 
