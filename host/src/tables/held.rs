@@ -34,11 +34,27 @@ pub struct Held {
     /// made at the first such load. Not weighed: a table has few refs, so it is a small
     /// part of the JSON it is made from.
     refs_json: OnceLock<Bytes>,
+    /// The metadata file's path when it is on the local file system, found at the
+    /// first load that checks it is still there (parsing the location each time was a
+    /// twentieth of a load).
+    local_file: OnceLock<Option<Box<str>>>,
 }
 
 impl Held {
     fn new(json: Bytes, location: String, built: Option<TableMetadata>) -> Self {
-        Self { json, location, weighs_built: built.is_some(), built: Mutex::new(built), refs_json: OnceLock::new() }
+        Self {
+            json,
+            location,
+            weighs_built: built.is_some(),
+            built: Mutex::new(built),
+            refs_json: OnceLock::new(),
+            local_file: OnceLock::new(),
+        }
+    }
+
+    /// See [`Held::local_file`]: `metadata_location` is where this was read from.
+    fn local_file(&self, metadata_location: &str) -> Option<&str> {
+        self.local_file.get_or_init(|| local_file(metadata_location)).as_deref()
     }
 
     /// The JSON with only the snapshots that branches and tags reference: what a load
@@ -173,22 +189,30 @@ pub fn forget(mount: &Mount, metadata_location: &str) {
 /// well-formed JSON is refused (502, naming the mount): it is spliced into responses
 /// as it is.
 pub async fn served(mount: &Mount, pointer: &Pointer) -> Result<Arc<Held>, Error> {
+    let location = &pointer.metadata_location;
     if pointer.metadata_json.is_empty() {
-        still_there(mount, &pointer.metadata_location)?;
+        if let Some(held) = HELD.get(&KeyRef(&mount.space, location)) {
+            still_there(mount, location, held.local_file(location))?;
+            return Ok(held);
+        }
+        still_there(mount, location, local_file(location).as_deref())?;
     }
     held(mount, pointer, mount.served_files(), "this server reads no files of this mount", Parse::Later).await
+}
+
+/// The path of a metadata file on the local file system (`None` for any other store).
+fn local_file(metadata_location: &str) -> Option<Box<str>> {
+    let file = Location::parse(metadata_location).ok()?;
+    (file.scheme() == Scheme::File).then(|| format!("/{}", file.key()).into())
 }
 
 /// Fails with 404 `NotFoundException` (Iceberg's words for a file that cannot be
 /// opened) when a metadata file on the local file system is gone: the JSON held for it
 /// would serve a table whose files were moved away behind the catalog's back. One
 /// `stat`, so only local files are checked; an object store's is not asked on a load.
-fn still_there(mount: &Mount, metadata_location: &str) -> Result<(), Error> {
-    let Ok(file) = Location::parse(metadata_location) else { return Ok(()) };
-    if file.scheme() != Scheme::File {
-        return Ok(());
-    }
-    match std::fs::metadata(format!("/{}", file.key())) {
+fn still_there(mount: &Mount, metadata_location: &str, local_file: Option<&str>) -> Result<(), Error> {
+    let Some(path) = local_file else { return Ok(()) };
+    match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(format!(
             "Failed to open input stream for file: {metadata_location} (the current metadata file of this \
                  table in {} is gone; the table is still recorded)",
