@@ -13,6 +13,7 @@ pub mod backends;
 pub mod config;
 pub mod endpoints;
 pub mod error;
+pub mod events;
 pub mod logs;
 pub mod mounts;
 pub mod namespaces;
