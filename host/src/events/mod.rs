@@ -1,10 +1,16 @@
 //! Events: one per committed change, told to consumers after the change.
 //!
-//! This room holds the durable outbox the events pass through (`outbox`): an event is
-//! written *pending* with its change and moved by a relay into the *log*, whose order
-//! consumers read. What makes the events (the rooms that change things), how they are
-//! served (`POST /v1/{prefix}/events`) and pushed (sinks) build on it.
+//! - `event`: what an event says, in the REST spec's shape and as a CloudEvent;
+//! - `outbox`: the durable outbox every event passes through: written *pending* with
+//!   its change, then moved by a relay into the *log*, whose order consumers read;
+//! - `webhook`: the signature a webhook delivery carries (Standard Webhooks).
+//!
+//! What makes the events (the rooms that change things), how they are served
+//! (`POST /v1/{prefix}/events`) and pushed (sinks) build on these.
 
+pub mod event;
 pub mod outbox;
+pub mod webhook;
 
+pub use event::{Actor, Event, Identifier, Operation};
 pub use outbox::{Logged, Outbox};
