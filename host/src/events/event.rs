@@ -80,15 +80,8 @@ pub enum Operation {
 pub struct TableChange {
     pub identifier: Identifier,
     pub table_uuid: String,
-    /// The metadata file before the change (none for a create).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata_location_before: Option<String>,
-    /// The metadata file after it (none for a drop).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata_location: Option<String>,
-    /// The updates as the client sent them (a commit's; empty otherwise).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub updates: Vec<Value>,
+    #[serde(flatten)]
+    pub metadata: MetadataChange,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots_added: Vec<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -101,10 +94,21 @@ pub struct TableChange {
 pub struct ViewChange {
     pub identifier: Identifier,
     pub view_uuid: String,
+    #[serde(flatten)]
+    pub metadata: MetadataChange,
+}
+
+/// How a table's or view's metadata changed.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MetadataChange {
+    /// The metadata file before the change (none for a create).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata_location_before: Option<String>,
+    /// The metadata file after it (none for a drop).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata_location: Option<String>,
+    /// The updates as the client sent them (a commit's; empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub updates: Vec<Value>,
 }
@@ -212,9 +216,11 @@ mod tests {
             operation: Operation::UpdateTable(TableChange {
                 identifier: Identifier { namespace: vec!["prod".into(), "sales".into()], name: "orders".into() },
                 table_uuid: "9c12e2f3-0000-4000-8000-000000000000".into(),
-                metadata_location_before: Some("s3://w/orders/metadata/00001-a.metadata.json".into()),
-                metadata_location: Some("s3://w/orders/metadata/00002-b.metadata.json".into()),
-                updates,
+                metadata: MetadataChange {
+                    metadata_location_before: Some("s3://w/orders/metadata/00001-a.metadata.json".into()),
+                    metadata_location: Some("s3://w/orders/metadata/00002-b.metadata.json".into()),
+                    updates,
+                },
                 snapshots_added,
                 snapshots_removed,
             }),
@@ -231,6 +237,8 @@ mod tests {
         assert_eq!(json["operation"]["operation-type"], "update-table");
         assert_eq!(json["operation"]["identifier"]["namespace"], serde_json::json!(["prod", "sales"]));
         assert_eq!(json["operation"]["snapshots-added"], serde_json::json!([7]));
+        assert_eq!(json["operation"]["metadata-location"], "s3://w/orders/metadata/00002-b.metadata.json");
+        assert_eq!(json["operation"]["updates"].as_array().map(Vec::len), Some(3));
         assert_eq!(json["operation"]["snapshots-removed"], serde_json::json!([3, 4]));
         assert_eq!(serde_json::from_value::<Event>(json).unwrap(), event);
 
