@@ -3,6 +3,7 @@
 //! - `event`: what an event says, in the REST spec's shape and as a CloudEvent;
 //! - `outbox`: the durable outbox every event passes through: written *pending* with
 //!   its change, then moved by a relay into the *log*, whose order consumers read;
+//! - `query`: what a consumer asks of the log, which events match, where it resumes;
 //! - `webhook`: the signature a webhook delivery carries (Standard Webhooks).
 //!
 //! What makes the events (the rooms that change things), how they are served
@@ -10,6 +11,7 @@
 
 pub mod event;
 pub mod outbox;
+pub mod query;
 pub mod webhook;
 
 pub use event::{Actor, Event, Identifier, Operation};
