@@ -137,7 +137,7 @@ const MI_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// (docs/performance.md): with mimalloc's defaults what start-up freed (loading the
 /// components) stayed resident, and transparent huge pages, where the kernel applies
 /// them to every mapping (`always`, as on this project's machines), made each touch
-/// of its reserved memory 2 MiB resident: 63 MB idle; so set, 22 MB.
+/// of its reserved memory 2 MiB resident: 63 MB after start; so set, 24–25 MB.
 fn return_memory_promptly() {
     // SAFETY: an option set and a prctl with integer arguments; both only change how
     // later allocations and page faults are served.

@@ -52,7 +52,8 @@ impl Held {
         }
     }
 
-    /// See [`Held::local_file`]: `metadata_location` is where this was read from.
+    /// The metadata file's local path, worked out once (`metadata_location`: the
+    /// location this is held under).
     fn local_file(&self, metadata_location: &str) -> Option<&str> {
         self.local_file.get_or_init(|| local_file(metadata_location)).as_deref()
     }
