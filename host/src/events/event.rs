@@ -159,22 +159,56 @@ impl Operation {
         }
     }
 
-    /// The namespace the change is in (a namespace's own, or its table's or view's;
-    /// a rename's source): what a subject, a filter and a read check go by.
-    pub fn namespace(&self) -> &[String] {
+    /// What the change is about: the one place that sorts the operations by object.
+    pub fn subject(&self) -> Subject<'_> {
         match self {
             Operation::CreateNamespace { namespace, .. }
             | Operation::UpdateNamespaceProperties { namespace, .. }
-            | Operation::DropNamespace { namespace } => namespace,
+            | Operation::DropNamespace { namespace } => Subject::Namespace(namespace),
             Operation::CreateTable(t)
             | Operation::RegisterTable(t)
             | Operation::UpdateTable(t)
-            | Operation::DropTable(t) => &t.identifier.namespace,
-            Operation::CreateView(v) | Operation::UpdateView(v) | Operation::DropView(v) => &v.identifier.namespace,
-            Operation::RenameTable(r) | Operation::RenameView(r) => &r.source.namespace,
-            Operation::Custom { .. } => &[],
+            | Operation::DropTable(t) => {
+                Subject::Object(ObjectType::Table, [&t.identifier, &t.identifier], &t.table_uuid)
+            }
+            Operation::CreateView(v) | Operation::UpdateView(v) | Operation::DropView(v) => {
+                Subject::Object(ObjectType::View, [&v.identifier, &v.identifier], &v.view_uuid)
+            }
+            Operation::RenameTable(r) => Subject::Object(ObjectType::Table, [&r.source, &r.destination], &r.uuid),
+            Operation::RenameView(r) => Subject::Object(ObjectType::View, [&r.source, &r.destination], &r.uuid),
+            Operation::Custom { .. } => Subject::Other,
         }
     }
+
+    /// The namespace the change is in (a namespace's own, or its table's or view's;
+    /// a rename's source): what a subject, a filter and a read check go by.
+    pub fn namespace(&self) -> &[String] {
+        match self.subject() {
+            Subject::Namespace(namespace) => namespace,
+            Subject::Object(_, [source, _], _) => &source.namespace,
+            Subject::Other => &[],
+        }
+    }
+}
+
+/// What an operation is about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Subject<'a> {
+    Namespace(&'a [String]),
+    /// A table or view: its name before and after the change (the same but for a
+    /// rename), and its uuid.
+    Object(ObjectType, [&'a Identifier; 2], &'a str),
+    /// A custom operation's: none the host knows.
+    Other,
+}
+
+/// The kinds of catalog objects, as the spec names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectType {
+    Namespace,
+    Table,
+    View,
 }
 
 impl Event {

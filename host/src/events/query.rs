@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::event::{Event, Operation};
+use super::event::{Event, ObjectType, Subject};
 
 /// The largest page served, whatever is asked; and the page when none is asked.
 pub const MAX_PAGE: u32 = 1000;
@@ -40,14 +40,6 @@ pub struct CatalogObjectUuid {
     pub kind: ObjectType,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ObjectType {
-    Namespace,
-    Table,
-    View,
-}
-
 /// One page of the answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -78,14 +70,14 @@ impl QueryEventsRequest {
 
     /// Whether `event` passes every filter.
     pub fn matches(&self, event: &Event) -> bool {
-        let operation = &event.operation;
+        let subject = event.operation.subject();
         self.after_timestamp_ms.is_none_or(|after| event.timestamp_ms >= after)
-            && (self.operation_types.is_empty() || self.operation_types.iter().any(|t| t == operation.kind()))
-            && (self.object_types.is_empty() || object_type(operation).is_some_and(|t| self.object_types.contains(&t)))
+            && (self.operation_types.is_empty() || self.operation_types.iter().any(|t| t == event.operation.kind()))
+            && (self.object_types.is_empty() || object_type(subject).is_some_and(|t| self.object_types.contains(&t)))
             && (self.catalog_objects_by_name.is_empty()
-                || self.catalog_objects_by_name.iter().any(|name| names(operation, name)))
+                || self.catalog_objects_by_name.iter().any(|name| names(subject, name)))
             && (self.catalog_objects_by_id.is_empty()
-                || self.catalog_objects_by_id.iter().any(|id| uuid_of(operation) == Some((id.kind, id.uuid.as_str()))))
+                || self.catalog_objects_by_id.iter().any(|id| uuid_of(subject) == Some((id.kind, id.uuid.as_str()))))
     }
 }
 
@@ -94,64 +86,37 @@ pub fn token(sequence: u64) -> String {
     sequence.to_string()
 }
 
-fn object_type(operation: &Operation) -> Option<ObjectType> {
-    match operation {
-        Operation::CreateNamespace { .. }
-        | Operation::UpdateNamespaceProperties { .. }
-        | Operation::DropNamespace { .. } => Some(ObjectType::Namespace),
-        Operation::CreateTable(_)
-        | Operation::RegisterTable(_)
-        | Operation::UpdateTable(_)
-        | Operation::DropTable(_)
-        | Operation::RenameTable(_) => Some(ObjectType::Table),
-        Operation::CreateView(_) | Operation::UpdateView(_) | Operation::DropView(_) | Operation::RenameView(_) => {
-            Some(ObjectType::View)
-        }
-        Operation::Custom { .. } => None,
+fn object_type(subject: Subject<'_>) -> Option<ObjectType> {
+    match subject {
+        Subject::Namespace(_) => Some(ObjectType::Namespace),
+        Subject::Object(kind, _, _) => Some(kind),
+        Subject::Other => None,
     }
 }
 
-fn uuid_of(operation: &Operation) -> Option<(ObjectType, &str)> {
-    match operation {
-        Operation::CreateTable(t)
-        | Operation::RegisterTable(t)
-        | Operation::UpdateTable(t)
-        | Operation::DropTable(t) => Some((ObjectType::Table, &t.table_uuid)),
-        Operation::CreateView(v) | Operation::UpdateView(v) | Operation::DropView(v) => {
-            Some((ObjectType::View, &v.view_uuid))
-        }
-        Operation::RenameTable(r) => Some((ObjectType::Table, &r.uuid)),
-        Operation::RenameView(r) => Some((ObjectType::View, &r.uuid)),
+fn uuid_of(subject: Subject<'_>) -> Option<(ObjectType, &str)> {
+    match subject {
+        Subject::Object(kind, _, uuid) => Some((kind, uuid)),
         _ => None,
     }
 }
 
-/// Whether `name` names the operation's object or a namespace it is in (a rename: at
-/// either end).
-fn names(operation: &Operation, name: &[String]) -> bool {
-    let within = |namespace: &[String]| namespace.starts_with(name);
-    let is = |namespace: &[String], object: &str| {
-        name.split_last().is_some_and(|(last, ns)| ns == namespace && last == object)
-    };
-    match operation {
-        Operation::RenameTable(r) | Operation::RenameView(r) => {
-            [&r.source, &r.destination].iter().any(|id| within(&id.namespace) || is(&id.namespace, &id.name))
-        }
-        Operation::CreateTable(t)
-        | Operation::RegisterTable(t)
-        | Operation::UpdateTable(t)
-        | Operation::DropTable(t) => within(&t.identifier.namespace) || is(&t.identifier.namespace, &t.identifier.name),
-        Operation::CreateView(v) | Operation::UpdateView(v) | Operation::DropView(v) => {
-            within(&v.identifier.namespace) || is(&v.identifier.namespace, &v.identifier.name)
-        }
-        namespace_change => !name.is_empty() && within(namespace_change.namespace()),
+/// Whether `name` names the subject or a namespace it is in (a rename's: at either end).
+fn names(subject: Subject<'_>, name: &[String]) -> bool {
+    match subject {
+        Subject::Namespace(namespace) => !name.is_empty() && namespace.starts_with(name),
+        Subject::Object(_, ends, _) => ends.iter().any(|id| {
+            id.namespace.starts_with(name)
+                || name.split_last().is_some_and(|(last, ns)| ns == id.namespace && *last == id.name)
+        }),
+        Subject::Other => false,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::event::{Actor, Identifier, Renamed, TableChange};
+    use crate::events::event::{Actor, Identifier, Operation, Renamed, TableChange};
 
     fn event(at: i64, operation: Operation) -> Event {
         Event {
