@@ -19,7 +19,9 @@ impl Backend {
     }
 
     /// Whether a namespace's create here can carry a commit of the host's to `space`:
-    /// the backend makes it in one commit, to a key space of the same redb file.
+    /// the backend makes it in one commit, to a key space of the same redb file. (Not
+    /// on Postgres: there the owners' and grants' changes go through the change log
+    /// other hosts read, `authz::changes`, which a rider would pass by.)
     pub fn carries_riders_to(&self, space: &KvStore) -> bool {
         self.does(Features::ONE_COMMIT_NAMESPACE_CHANGES) && self.key_space().is_some_and(|kv| kv.same_file(space))
     }

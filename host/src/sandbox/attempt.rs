@@ -14,8 +14,8 @@
 //!   claim. Where the backend keeps its namespaces in the same redb file and creates or
 //!   drops one in a single commit (it declares `one-commit-namespace-changes`), the
 //!   host's writes ride that commit: the namespace and the host's records change
-//!   together or not at all, in one round of the file's committer instead of three, and
-//!   no crash can leave one without the others.
+//!   together or not at all, in one commit instead of three, and no crash can leave one
+//!   without the others. A change's event rides the same way (`events::outbox`).
 
 use crate::storage::kv::{Commit, Entry, KvError, KvStore};
 
@@ -61,6 +61,23 @@ impl Attempt {
         Self { rider: Some(rider), ..Self::default() }
     }
 
+    /// Has the backend's first commit to `rider`'s store carry it too, joined to the
+    /// rider the attempt already carries; a rider to another store than that one is
+    /// handed back (an attempt carries to one store).
+    pub fn carry(&mut self, rider: Rider) -> Result<(), Rider> {
+        match self.rider.take() {
+            None => self.rider = Some(rider),
+            Some(own) if own.space.same_store(&rider.space) => {
+                self.rider = Some(Rider { space: own.space, commit: own.commit.join(rider.commit) })
+            }
+            Some(own) => {
+                self.rider = Some(own);
+                return Err(rider);
+            }
+        }
+        Ok(())
+    }
+
     /// How the rider fared.
     pub fn ridden(&self) -> Ridden {
         self.ridden
@@ -80,14 +97,14 @@ impl Attempt {
     }
 
     /// Makes a backend's commit to `space`: reads before it are no longer reused, and
-    /// the rider rides the first commit to its file. A refused commit wrote nothing, so
+    /// the rider rides the first commit to its store. A refused commit wrote nothing, so
     /// the rider waits for the next (a backend may retry); once one lands, or its
     /// outcome is unknown, no later commit carries it.
     pub(super) async fn commit(&mut self, space: &KvStore, own: Commit) -> Result<(), KvError> {
         if let Some(reads) = &mut self.reads {
             reads.clear();
         }
-        let Some(rider) = self.rider.take_if(|rider| rider.space.same_file(space)) else {
+        let Some(rider) = self.rider.take_if(|rider| rider.space.same_store(space)) else {
             return space.make(&own).await;
         };
         let again = Rider { space: rider.space.clone(), commit: rider.commit.clone() };
@@ -165,6 +182,26 @@ mod tests {
         assert!(attempt.commit(&other, put(b"ns/a")).await.is_ok());
         assert_eq!(attempt.ridden(), Ridden::NotCarried);
         assert!(one.get(b"owner/a").await.unwrap().is_none());
+    }
+
+    /// A second rider to the same store joins the first (both land with the backend's
+    /// commit); one to another store is handed back, for its caller to write itself.
+    #[tokio::test]
+    async fn riders_to_one_store_join_and_another_is_handed_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RedbStore::open(&dir.path().join("kv.redb")).unwrap();
+        let (host, backend) = (KvStore::Redb(store.space("h").unwrap()), KvStore::Redb(store.space("b").unwrap()));
+        let elsewhere = KvStore::Redb(RedbStore::open(&dir.path().join("other.redb")).unwrap().space("h").unwrap());
+        let mut attempt = Attempt::reusing_reads();
+        assert!(attempt.carry(Rider { space: host.clone(), commit: put(b"owner/a") }).is_ok());
+        assert!(attempt.carry(Rider { space: host.clone(), commit: put(b"events/pending/1") }).is_ok());
+        let handed_back = attempt.carry(Rider { space: elsewhere.clone(), commit: put(b"x") });
+        assert!(handed_back.is_err_and(|rider| rider.space.same_file(&elsewhere)));
+        attempt.commit(&backend, put(b"ns/a")).await.unwrap();
+        assert_eq!(attempt.ridden(), Ridden::Landed);
+        assert!(host.get(b"owner/a").await.unwrap().is_some());
+        assert!(host.get(b"events/pending/1").await.unwrap().is_some(), "the joined rider landed too");
+        assert!(elsewhere.get(b"x").await.unwrap().is_none());
     }
 
     fn entry(version: u64) -> Option<Entry> {

@@ -170,20 +170,30 @@ impl KvStore {
         counted(store, result)
     }
 
-    /// Whether `other` is a key space of the same redb file, so that the two can be
-    /// committed to as one (`make_joined`).
+    /// Whether `other` is a key space of the same redb file.
     pub fn same_file(&self, other: &KvStore) -> bool {
         matches!((self, other), (KvStore::Redb(a), KvStore::Redb(b)) if a.same_file(b))
     }
 
+    /// Whether `other` is a key space of the same store (one redb file, or one
+    /// Postgres database), so that the two can be committed to as one (`make_joined`).
+    pub fn same_store(&self, other: &KvStore) -> bool {
+        match (self, other) {
+            (KvStore::Redb(a), KvStore::Redb(b)) => a.same_file(b),
+            (KvStore::Postgres(a), KvStore::Postgres(b)) => a.same_store(b),
+            _ => false,
+        }
+    }
+
     /// Makes `own` here and `theirs` in `other` as one commit, both or neither: only
-    /// where the two are key spaces of the same redb file (`same_file`).
+    /// where the two are key spaces of the same store (`same_store`).
     pub async fn make_joined(&self, own: Commit, other: &KvStore, theirs: Commit) -> Result<(), KvError> {
-        let result = match (self, other) {
-            (KvStore::Redb(a), KvStore::Redb(b)) => a.commit_joined(own, b, theirs).await,
-            _ => Err(KvError::Store("only key spaces of one redb file commit as one".into())),
+        let (store, result) = match (self, other) {
+            (KvStore::Redb(a), KvStore::Redb(b)) => ("redb", a.commit_joined(own, b, theirs).await),
+            (KvStore::Postgres(a), KvStore::Postgres(b)) => ("postgres", a.commit_joined(&own, b, &theirs).await),
+            _ => ("redb", Err(KvError::Store("only key spaces of one store commit as one".into()))),
         };
-        counted("redb", result)
+        counted(store, result)
     }
 }
 

@@ -10,6 +10,7 @@
 //! Connections are pooled here rather than by sqlx, whose pool pings each one it takes
 //! back: a second round trip for every statement (see [`Pooled`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool::managed::{Metrics, Object, Pool, PoolError, RecycleError, RecycleResult};
@@ -17,7 +18,7 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{Connection, Row};
 
-use super::kv::{prefix_end, Check, Entry, KvError, Write};
+use super::kv::{prefix_end, Check, Commit, Entry, KvError, Write};
 
 fn store_err(e: impl std::fmt::Display) -> KvError {
     KvError::Store(format!("postgres: {e}"))
@@ -78,7 +79,29 @@ const SCHEMA: &[&str] = &[
         END LOOP;
         RETURN true;
     END $$",
+    // Two spaces' commits as one (the second usually the host's, riding a backend's):
+    // when the second's checks fail, the error undoes the first's writes.
+    "CREATE OR REPLACE FUNCTION rustberg_kv_commit_joined_v1(
+        a_space text, a_kinds int2[], a_keys bytea[], a_versions int8[], a_ends bytea[],
+        a_high int4[], a_low int4[], a_write_keys bytea[], a_write_values bytea[],
+        b_space text, b_kinds int2[], b_keys bytea[], b_versions int8[], b_ends bytea[],
+        b_high int4[], b_low int4[], b_write_keys bytea[], b_write_values bytea[]
+    ) RETURNS boolean LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT rustberg_kv_commit_v1(a_space, a_kinds, a_keys, a_versions, a_ends, a_high, a_low,
+                                     a_write_keys, a_write_values) THEN
+            RETURN false;
+        END IF;
+        IF rustberg_kv_commit_v1(b_space, b_kinds, b_keys, b_versions, b_ends, b_high, b_low,
+                                 b_write_keys, b_write_values) THEN
+            RETURN true;
+        END IF;
+        RAISE EXCEPTION 'a joined commit''s check did not hold' USING ERRCODE = 'RB409';
+    END $$",
 ];
+
+/// The SQLSTATE a joined commit raises when its second part's checks fail.
+const JOINED_REFUSED: &str = "RB409";
 
 /// How long a pooled connection may have been idle and still be handed out without
 /// a ping first. A connection that answered within the last second is used as it is;
@@ -144,6 +167,8 @@ impl Lease {
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<Connector>,
+    /// Shared by its spaces: which spaces are of one database (`PgSpace::same_store`).
+    identity: Arc<()>,
 }
 
 fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool<Connector>, KvError> {
@@ -188,18 +213,18 @@ impl PgStore {
         }
         .await;
         lease.settle(created)?;
-        Ok(Self { pool })
+        Ok(Self { pool, identity: Arc::default() })
     }
 
     /// A store that connects on first use and creates nothing: for a database known
     /// to be out of reach (the conformance suite's "unavailable" case).
     pub fn connect_lazy(url: &str, timeout: Duration) -> Result<Self, KvError> {
-        Ok(Self { pool: pool(url, 1, timeout)? })
+        Ok(Self { pool: pool(url, 1, timeout)?, identity: Arc::default() })
     }
 
     /// The key space `name`.
     pub fn space(&self, name: &str) -> PgSpace {
-        PgSpace { pool: self.pool.clone(), space: name.to_string() }
+        PgSpace { pool: self.pool.clone(), space: name.to_string(), identity: self.identity.clone() }
     }
 }
 
@@ -208,6 +233,7 @@ impl PgStore {
 pub struct PgSpace {
     pool: Pool<Connector>,
     space: String,
+    identity: Arc<()>,
 }
 
 /// The rest of a range scan's query: a space's keys in [$2, $3) in order, at most $4.
@@ -283,10 +309,50 @@ impl PgSpace {
     /// Applies every write if every check holds, in one transaction: one call of
     /// `rustberg_kv_commit_v1`, handed the checks, the key locks and the writes.
     pub async fn commit(&self, checks: &[Check], writes: &[Write]) -> Result<(), KvError> {
-        let mut kinds = Vec::with_capacity(checks.len());
-        let mut keys = Vec::with_capacity(checks.len());
-        let mut versions = Vec::with_capacity(checks.len());
-        let mut ends = Vec::with_capacity(checks.len());
+        let args = self.commit_args(checks, writes);
+        let mut lease = lease(&self.pool).await?;
+        let query = sqlx::query_scalar::<_, bool>("SELECT rustberg_kv_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+        let applied = args.bind(query).fetch_one(lease.conn()).await;
+        match lease.settle(applied)? {
+            true => Ok(()),
+            false => Err(KvError::Conflict),
+        }
+    }
+
+    /// Whether `other` is a space of the same database (the same store), so that a
+    /// commit to both can be one transaction (`commit_joined`).
+    pub fn same_store(&self, other: &PgSpace) -> bool {
+        Arc::ptr_eq(&self.identity, &other.identity)
+    }
+
+    /// Makes `own` here and `theirs` in `other` (a space of the same database) as one
+    /// transaction: every check of both holds and every write of both lands, or nothing
+    /// of either. One statement, as `commit`.
+    pub async fn commit_joined(&self, own: &Commit, other: &PgSpace, theirs: &Commit) -> Result<(), KvError> {
+        if !self.same_store(other) {
+            return Err(KvError::Store("a joined commit spans two databases".into()));
+        }
+        let (a, b) = (self.commit_args(&own.checks, &own.writes), other.commit_args(&theirs.checks, &theirs.writes));
+        let mut lease = lease(&self.pool).await?;
+        let query = sqlx::query_scalar::<_, bool>(
+            "SELECT rustberg_kv_commit_joined_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+        );
+        let applied = b.bind(a.bind(query)).fetch_one(lease.conn()).await;
+        let refused =
+            |e: &sqlx::Error| e.as_database_error().and_then(|e| e.code()).is_some_and(|code| code == JOINED_REFUSED);
+        match applied {
+            // The statement ran to its end: the connection is fit for reuse.
+            Err(e) if refused(&e) => lease.settle(Ok(false)),
+            applied => lease.settle(applied),
+        }?
+        .then_some(())
+        .ok_or(KvError::Conflict)
+    }
+
+    /// A commit's arguments, in `rustberg_kv_commit_v1`'s order.
+    fn commit_args<'a>(&'a self, checks: &'a [Check], writes: &'a [Write]) -> CommitArgs<'a> {
+        let mut args = CommitArgs { space: &self.space, ..CommitArgs::default() };
         for check in checks {
             let (kind, key, version, end) = match check {
                 Check::Absent(key) => (0i16, key, 0, None),
@@ -294,36 +360,118 @@ impl PgSpace {
                 Check::AtVersion(key, version) => (2, key, *version as i64, None),
                 Check::PrefixEmpty(prefix) => (3, prefix, 0, prefix_end(prefix)),
             };
-            kinds.push(kind);
-            keys.push(key.as_slice());
-            versions.push(version);
-            ends.push(end);
+            args.kinds.push(kind);
+            args.keys.push(key.as_slice());
+            args.versions.push(version);
+            args.ends.push(end);
         }
         // One lock per key checked or written, in one order for every commit, so no
         // two commits wait for each other in a cycle (unused when a prefix is checked).
-        let mut locks: Vec<(i32, i32)> =
-            keys.iter().copied().chain(writes.iter().map(|w| w.key.as_slice())).map(|k| self.key_lock(k)).collect();
+        let mut locks: Vec<(i32, i32)> = args
+            .keys
+            .iter()
+            .copied()
+            .chain(writes.iter().map(|w| w.key.as_slice()))
+            .map(|k| self.key_lock(k))
+            .collect();
         locks.sort_unstable();
         locks.dedup();
-        let (high, low): (Vec<i32>, Vec<i32>) = locks.into_iter().unzip();
-        let write_keys: Vec<&[u8]> = writes.iter().map(|w| w.key.as_slice()).collect();
-        let write_values: Vec<Option<&[u8]>> = writes.iter().map(|w| w.value.as_deref()).collect();
-        let mut lease = lease(&self.pool).await?;
-        let applied = sqlx::query_scalar::<_, bool>("SELECT rustberg_kv_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)")
-            .bind(&self.space)
-            .bind(kinds)
-            .bind(keys)
-            .bind(versions)
-            .bind(ends)
-            .bind(high)
-            .bind(low)
-            .bind(write_keys)
-            .bind(write_values)
-            .fetch_one(lease.conn())
-            .await;
-        match lease.settle(applied)? {
-            true => Ok(()),
-            false => Err(KvError::Conflict),
+        (args.lock_high, args.lock_low) = locks.into_iter().unzip();
+        args.write_keys = writes.iter().map(|w| w.key.as_slice()).collect();
+        args.write_values = writes.iter().map(|w| w.value.as_deref()).collect();
+        args
+    }
+}
+
+/// The nine arguments of one space's commit.
+#[derive(Default)]
+struct CommitArgs<'a> {
+    space: &'a str,
+    kinds: Vec<i16>,
+    keys: Vec<&'a [u8]>,
+    versions: Vec<i64>,
+    ends: Vec<Option<Vec<u8>>>,
+    lock_high: Vec<i32>,
+    lock_low: Vec<i32>,
+    write_keys: Vec<&'a [u8]>,
+    write_values: Vec<Option<&'a [u8]>>,
+}
+
+type ScalarQuery<'q> = sqlx::query::QueryScalar<'q, sqlx::Postgres, bool, sqlx::postgres::PgArguments>;
+
+impl<'a> CommitArgs<'a> {
+    /// Binds the nine, in order, as the query's next parameters.
+    fn bind<'q>(self, query: ScalarQuery<'q>) -> ScalarQuery<'q>
+    where
+        'a: 'q,
+    {
+        query
+            .bind(self.space)
+            .bind(self.kinds)
+            .bind(self.keys)
+            .bind(self.versions)
+            .bind(self.ends)
+            .bind(self.lock_high)
+            .bind(self.lock_low)
+            .bind(self.write_keys)
+            .bind(self.write_values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::kv::Durability;
+
+    /// The machine's Postgres (as the end-to-end tests use it); skipped without one,
+    /// except under CI.
+    async fn store() -> Option<PgStore> {
+        let url = std::env::var("RUSTBERG_TEST_POSTGRES").unwrap_or("postgres://postgres@127.0.0.1:5432/test".into());
+        match PgStore::connect(&url, Duration::from_secs(5)).await {
+            Ok(store) => Some(store),
+            Err(e) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required under CI: {e}"),
+            Err(e) => {
+                eprintln!("SKIPPED: no PostgreSQL: {e}");
+                None
+            }
         }
+    }
+
+    fn put(key: &[u8], check: Check) -> Commit {
+        Commit {
+            checks: vec![check],
+            writes: vec![Write { key: key.to_vec(), value: Some(b"v".to_vec()) }],
+            durability: Durability::Now,
+        }
+    }
+
+    /// Two spaces' commits as one: both land, or neither does, whichever's check fails.
+    #[tokio::test]
+    async fn a_joined_commit_lands_whole_or_not_at_all() {
+        let Some(store) = store().await else { return };
+        let run = uuid::Uuid::now_v7().simple().to_string();
+        let (a, b) = (store.space(&format!("a-{run}")), store.space(&format!("b-{run}")));
+        let absent = |key: &[u8]| Check::Absent(key.to_vec());
+
+        a.commit_joined(&put(b"x", absent(b"x")), &b, &put(b"y", absent(b"y"))).await.unwrap();
+        assert!(a.get(b"x").await.unwrap().is_some() && b.get(b"y").await.unwrap().is_some());
+
+        // The second's check fails: the first's write is undone with it.
+        let refused = a.commit_joined(&put(b"x2", absent(b"x2")), &b, &put(b"y", absent(b"y"))).await;
+        assert!(matches!(refused, Err(KvError::Conflict)), "{refused:?}");
+        assert!(a.get(b"x2").await.unwrap().is_none(), "nothing of the first was written");
+
+        // The first's check fails: nothing of the second is written.
+        let refused = a.commit_joined(&put(b"x", absent(b"x")), &b, &put(b"y2", absent(b"y2"))).await;
+        assert!(matches!(refused, Err(KvError::Conflict)));
+        assert!(b.get(b"y2").await.unwrap().is_none());
+
+        // A space of another store is refused outright.
+        let other = PgStore { pool: store.pool.clone(), identity: Arc::default() }.space("c");
+        assert!(matches!(
+            a.commit_joined(&put(b"z", absent(b"z")), &other, &put(b"z", absent(b"z"))).await,
+            Err(KvError::Store(_))
+        ));
+        assert!(a.same_store(&b) && !a.same_store(&other));
     }
 }
