@@ -11,44 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{hash_secret, schema, Api, Server};
+use support::{hash_secret, schema, Server};
 
 const WRITERS: usize = 16;
 const SECRET: &str = "pw";
 
 fn config() -> String {
     format!("[auth.principals.ann]\ntenant = \"acme\"\nrole = \"writer\"\nsecret_hash = \"{}\"\n", hash_secret(SECRET))
-}
-
-/// What one writer was told had landed: namespaces it created and property keys it set
-/// on its own table.
-#[derive(Default)]
-struct Acknowledged {
-    namespaces: Vec<String>,
-    properties: Vec<String>,
-}
-
-/// Writes until `stop`, alternating a namespace create and a commit to table `t{w}`;
-/// a request cut off by the kill is simply not acknowledged.
-async fn storm(api: Api, w: usize, stop: Arc<AtomicBool>) -> Acknowledged {
-    let mut acked = Acknowledged::default();
-    let mut n = 0;
-    while !stop.load(Ordering::Relaxed) {
-        n += 1;
-        let name = format!("w{w}-{n}");
-        let create = api.client.post(api.url("/namespaces")).json(&json!({"namespace": [name]})).send().await;
-        if create.is_ok_and(|r| r.status() == 200) {
-            acked.namespaces.push(name);
-        }
-        let key = format!("k{n}");
-        let commit =
-            json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {key.clone(): "1"}}]});
-        let sent = api.client.post(api.url(&format!("/namespaces/db/tables/t{w}"))).json(&commit).send().await;
-        if sent.is_ok_and(|r| r.status() == 200) {
-            acked.properties.push(key);
-        }
-    }
-    acked
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -62,7 +31,8 @@ async fn every_acknowledged_write_survives_kill_9() {
     }
 
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..WRITERS).map(|w| tokio::spawn(storm(ann.clone(), w, stop.clone()))).collect();
+    let writers: Vec<_> =
+        (0..WRITERS).map(|w| tokio::spawn(support::write_storm(ann.clone(), w, stop.clone()))).collect();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // `restart` kills the process with SIGKILL while the writers are still sending.
     let s = s.restart(&config()).expect("the server starts again after kill -9");

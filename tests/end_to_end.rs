@@ -14,6 +14,7 @@ mod conformance;
 mod console;
 mod docs;
 mod durability;
+mod events;
 mod federation;
 mod glue;
 mod hms;

@@ -111,6 +111,8 @@ endpoints! {
     FetchPlanningResult = GET "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "fetchPlanningResult", Reads, [HOST_READABLE_MANIFESTS];
     CancelPlanning = DELETE "/namespaces/{namespace}/tables/{table}/plan/{plan-id}", "cancelPlanning", Reads, [HOST_READABLE_MANIFESTS];
     FetchScanTasks = POST "/namespaces/{namespace}/tables/{table}/tasks", "fetchScanTasks", Reads, [HOST_READABLE_MANIFESTS];
+    /// The log of changes, the whole tree's (served by the host, whatever the mounts).
+    QueryEvents = POST "/events", "queryEvents", Reads, [];
 }
 
 impl Endpoint {

@@ -15,6 +15,8 @@ use crate::authz::Authorizer;
 use crate::backends::Backend;
 use crate::config::CatalogUrl;
 use crate::config::Config;
+use crate::events::sinks::Sink;
+use crate::events::{Events, Outbox};
 use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::sandbox::bindings::Features;
@@ -200,9 +202,13 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         .await
         .map_err(|e| anyhow::anyhow!("refusing to start: building the location index: {e}"))?;
     let mount_owners = mounts.named().filter_map(|(name, m)| Some((name.clone(), m.owner.clone()?))).collect();
-    let endpoints = advertised_endpoints(&mounts.all().collect::<Vec<_>>());
+    let mut endpoints = advertised_endpoints(&mounts.all().collect::<Vec<_>>());
+    // The log is the whole tree's: served under its prefix alone, when kept.
     let mount_endpoints = mounts.named().map(|(name, m)| (name.clone(), advertised_endpoints(&[m]))).collect();
     let root_endpoints = advertised_endpoints(&[mounts.root()]);
+    if config.events.enabled {
+        endpoints.push(Endpoint::QueryEvents.spec().to_string());
+    }
     let warehouses = mounts.all().filter_map(|m| m.warehouse.as_ref()).map(|w| w.root());
     // Mounts whose warehouse lives in a store of its own ([mount.<name>.s3]).
     let own_stores: Vec<_> = mounts
@@ -216,6 +222,11 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     let authz = Authorizer::load(host.clone(), mount_owners).await?.audited(audit);
     // Before anybody is served: a crash may have cut a change short.
     let (settled, left) = crate::recovery::repair(&authz, &mounts).await?;
+    // In the host's key space: the root catalog's changes carry their events.
+    let events = match config.events.enabled {
+        true => Events::on(Outbox::new(host.clone())),
+        false => Events::off(),
+    };
     if settled + left > 0 {
         println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
     }
@@ -230,6 +241,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         idempotency: Arc::new(Idempotency::new(host)),
         vendor,
         request_ids: RequestIds::new(),
+        events,
         public_url: config.server.public_url.as_deref().map(Arc::from),
         console_oidc: config
             .auth
@@ -254,6 +266,7 @@ fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
     let any_read_only = mounts.iter().any(|m| m.read_only);
     let endpoints: Vec<String> = Endpoint::ALL
         .iter()
+        .filter(|e| **e != Endpoint::QueryEvents)
         .filter(|e| mounts.iter().all(|m| m.supports(**e)))
         .filter(|e| !(any_read_only && e.mutating()))
         .map(|e| e.spec().to_string())
@@ -269,7 +282,14 @@ fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
 /// Runs the server until SIGTERM or SIGINT, then lets the requests in flight finish
 /// (for at most `server.shutdown_grace_secs`) and returns.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let sinks = event_sinks(&config).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     let state = Arc::new(build(&config).await?);
+    let retention = std::time::Duration::from_secs(config.events.retention_hours * 3600);
+    tokio::spawn(crate::events::relay::run(state.events.clone(), retention));
+    let source = config.events.source.clone().or(config.server.public_url.clone()).unwrap_or("rustberg".into());
+    for sink in sinks {
+        tokio::spawn(crate::events::sinks::run(state.events.clone(), sink, source.clone(), retention));
+    }
     // Expired idempotency keys are removed in the background.
     let sweeper = state.clone();
     tokio::spawn(async move {
@@ -313,6 +333,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     println!("rustberg: stopped");
     Ok(())
+}
+
+/// The sinks `[events]` names, each checked.
+pub fn event_sinks(config: &Config) -> Result<Vec<Sink>, String> {
+    let events = &config.events;
+    let webhooks = events.webhooks.iter().map(|(name, webhook)| Sink::webhook(name, &webhook.url, &webhook.secret));
+    let nats =
+        events.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
+    webhooks.chain(nats).collect()
 }
 
 /// Resolves on SIGTERM or SIGINT, saying which.

@@ -209,3 +209,20 @@ pub fn remote_call(mount: &str, status: &str) {
 pub fn metrics_report(kind: &str) {
     counter!("rustberg_metrics_reports_total", "report_type" => kind.to_string()).increment(1);
 }
+
+/// Events of changes that landed but could not be written to the outbox.
+pub fn events_lost(count: usize) {
+    counter!("rustberg_events_lost_total").increment(count as u64);
+}
+
+/// Events the relay moved from pending into the log.
+pub fn events_logged(count: usize) {
+    counter!("rustberg_events_logged_total").increment(count as u64);
+}
+
+/// An attempt to deliver events to a sink, by its outcome (`delivered`, `failed`,
+/// `dead_lettered`).
+pub fn event_delivery(sink: &str, outcome: &'static str, count: usize) {
+    counter!("rustberg_event_deliveries_total", "sink" => sink.to_string(), "outcome" => outcome)
+        .increment(count as u64);
+}

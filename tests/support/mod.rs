@@ -3,6 +3,7 @@
 
 pub mod hive;
 pub mod moto;
+pub mod nats;
 pub mod peers;
 pub mod python;
 pub mod spark;
@@ -536,4 +537,36 @@ pub fn conformance_report(component: &str, config_text: &str, mount: &str, env: 
         .output()
         .unwrap();
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What one writer of a [`write_storm`] was told had landed: the root namespaces it
+/// created and the property keys it set on its own table.
+#[derive(Default)]
+pub struct Acknowledged {
+    pub namespaces: Vec<String>,
+    pub properties: Vec<String>,
+}
+
+/// Writes until `stop`, alternating the create of a root namespace `w{w}-{n}` and a
+/// commit setting property `w{w}k{n}` on table `db.t{w}`; a request cut off (a server
+/// killed) is simply not acknowledged.
+pub async fn write_storm(api: Api, w: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Acknowledged {
+    let mut acked = Acknowledged::default();
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        n += 1;
+        let name = format!("w{w}-{n}");
+        let create = api.client.post(api.url("/namespaces")).json(&json!({"namespace": [name]})).send().await;
+        if create.is_ok_and(|r| r.status() == 200) {
+            acked.namespaces.push(name);
+        }
+        let key = format!("w{w}k{n}");
+        let commit =
+            json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {key.clone(): "1"}}]});
+        let sent = api.client.post(api.url(&format!("/namespaces/db/tables/t{w}"))).json(&commit).send().await;
+        if sent.is_ok_and(|r| r.status() == 200) {
+            acked.properties.push(key);
+        }
+    }
+    acked
 }

@@ -1,5 +1,6 @@
 //! `/management/v1`: tenants, principals and grants, "what may I do here", and for
-//! operators the mounts (`mount_info`) and the audit log (`audit_log`).
+//! operators the mounts (`mount_info`), the audit log (`audit_log`) and the events no
+//! sink could deliver (`events`).
 //! Everything is kept in the host key space, which no backend can see.
 
 use axum::extract::{Path, State as AxState};
@@ -31,6 +32,7 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/permissions", get(permissions))
         .route("/mounts", get(super::mount_info::list))
         .route("/audit", get(super::audit_log::query))
+        .route("/events/dead-letters", get(super::events::dead_letters))
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), Error> {

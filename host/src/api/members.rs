@@ -12,6 +12,8 @@ use crate::auth::Caller;
 use crate::authz::{Access, Effect, Privilege, Resource};
 use crate::backends::Listing;
 use crate::error::Error;
+use crate::events::event::{Identifier, Renamed};
+use crate::events::Operation;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::recovery;
@@ -222,6 +224,7 @@ pub async fn rename(
         return Err(Error::BadRequest("namespace levels must not be empty".into()));
     }
     let access = state.authz.access(&caller).await?;
+    let teller = state.teller(&caller);
     let from = kind.resource(&source.namespace, &source.name);
     let to = kind.resource(&destination.namespace, &destination.name);
     let needed = endpoint.privilege();
@@ -257,5 +260,31 @@ pub async fn rename(
     // The grants follow the new name, or stay if the rename did not happen.
     let effect = Effect::Move { from, to };
     recovery::with_intent(&state.authz, &state.mounts, effect, renamed).await?;
+    let uuid = renamed_uuid(mount, kind, &local_destination).await;
+    let name =
+        |id: &super::model::TableIdentifier| Identifier { namespace: id.namespace.clone(), name: id.name.clone() };
+    let renamed = Renamed { source: name(source), destination: name(destination), uuid };
+    let operation = match kind {
+        Kind::Table => Operation::RenameTable(renamed),
+        Kind::View => Operation::RenameView(renamed),
+    };
+    teller.tell(vec![operation]).await;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The uuid of what a rename moved to `destination`, for its event: read back from its
+/// metadata (empty when that cannot be read: the rename stands).
+async fn renamed_uuid(mount: &Mount, kind: Kind, destination: &Ident) -> String {
+    let pointer = match kind {
+        Kind::Table => tables::load(mount, destination, None).await.map(|p| (*p).clone()),
+        Kind::View => tables::views::load(mount, destination).await,
+    };
+    match pointer {
+        Ok(pointer) if !pointer.metadata_json.is_empty() => tables::telling::uuid_of(&pointer),
+        Ok(pointer) => match tables::servable(mount, pointer).await {
+            Ok(loaded) => tables::telling::uuid_in(&loaded.held.json),
+            Err(_) => String::new(),
+        },
+        Err(_) => String::new(),
+    }
 }

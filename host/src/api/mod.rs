@@ -8,6 +8,7 @@ mod console;
 mod credentials;
 mod detach;
 mod etag;
+mod events;
 mod forwarded;
 mod health;
 pub mod idempotency;
@@ -25,6 +26,7 @@ pub mod request_id;
 mod scan;
 mod signing;
 mod tables;
+mod told;
 mod views;
 
 use std::sync::Arc;
@@ -63,11 +65,22 @@ pub struct AppState {
     pub vendor: Vendor,
     /// Ids for the requests that bring none.
     pub request_ids: RequestIds,
+    /// The outbox every change's event goes to (off: `[events] enabled = false`).
+    pub events: crate::events::Events,
     /// `[server] public_url`: where clients are told to send signing requests.
     pub public_url: Option<Arc<str>>,
     /// Where the web console signs in with OpenID Connect: the issuer and the console's
     /// client id there (`[auth.oidc] console_client_id`).
     pub console_oidc: Option<(String, String)>,
+}
+
+impl AppState {
+    /// The teller of `caller`'s changes in this request.
+    pub fn teller(&self, caller: &crate::auth::Caller) -> crate::events::Teller {
+        let principal = if caller.id.is_empty() { &caller.name } else { &caller.id };
+        let actor = crate::events::Actor { principal: principal.clone(), tenant: caller.tenant.clone() };
+        self.events.teller(actor, caller.request.request_id.to_str().unwrap_or_default())
+    }
 }
 
 pub type State = axum::extract::State<Arc<AppState>>;
@@ -107,6 +120,7 @@ fn handler(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
         FetchPlanningResult => get(scan::fetch_result),
         CancelPlanning => delete(scan::cancel),
         FetchScanTasks => post(scan::fetch_tasks),
+        QueryEvents => post(events::query),
     }
 }
 

@@ -17,6 +17,7 @@ use crate::auth::Caller;
 use crate::authz::{Access, Resource};
 use crate::backends::Listing;
 use crate::error::Error;
+use crate::events::Operation;
 use crate::mounts::Mount;
 use crate::namespaces::{self, Routed};
 use crate::paging::{self, Batch, Entry, PageAsk};
@@ -182,6 +183,7 @@ pub async fn create(
         return Err(Error::BadRequest("the namespace must have at least one level, none empty".into()));
     }
     let tenant = caller.tenant.clone();
+    let teller = state.teller(&caller);
     let access = state.authz.access(&caller).await?;
     let parent = &ns[..ns.len() - 1];
     if parent.is_empty() {
@@ -202,11 +204,13 @@ pub async fn create(
         body["namespace"] = serde_json::json!(local);
         let write = Request::new(Endpoint::CreateNamespace, forwarded::body(&body));
         let answer = forwarded::send(mount, &headers, write).await?;
+        let properties = req.properties.into_iter().collect();
+        teller.tell(vec![Operation::CreateNamespace { namespace: ns.clone(), properties }]).await;
         return Ok(forwarded::json(forwarded::restore_namespace(mount, &answer)?));
     }
     let at = Routed { mount, local, ns: &ns };
     let properties = req.properties.into_iter().collect();
-    let stored = namespaces::create(&state.authz, &state.mounts, at, properties, tenant).await?;
+    let stored = namespaces::create(&state.authz, &state.mounts, at, properties, tenant, &teller).await?;
     Ok(axum::Json(NamespaceResponse { namespace: ns, properties: stored.into_iter().collect() }).into_response())
 }
 
@@ -243,6 +247,7 @@ pub async fn drop(
 ) -> Result<StatusCode, Error> {
     let ns = parse_namespace(&raw)?;
     let resource = Resource::Namespace(ns.clone());
+    let teller = state.teller(&caller);
     state.authz.access(&caller).await?.require(
         &resource,
         Endpoint::DropNamespace.privilege(),
@@ -252,9 +257,10 @@ pub async fn drop(
     if mount.backend.forwards() && !local.is_empty() {
         let write = Request::new(Endpoint::DropNamespace, Default::default()).in_namespace(local);
         forwarded::drop(&state, mount, &headers, write, resource).await?;
+        teller.tell(vec![Operation::DropNamespace { namespace: ns }]).await;
         return Ok(StatusCode::NO_CONTENT);
     }
-    namespaces::drop(&state.authz, &state.mounts, Routed { mount, local, ns: &ns }).await?;
+    namespaces::drop(&state.authz, &state.mounts, Routed { mount, local, ns: &ns }, &teller).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -269,6 +275,7 @@ pub async fn update_properties(
     if let Some(key) = req.removals.iter().find(|k| req.updates.contains_key(*k)) {
         return Err(Error::Unprocessable(format!("property {key:?} is both removed and updated")));
     }
+    let teller = state.teller(&caller);
     state.authz.access(&caller).await?.require(
         &Resource::Namespace(ns.clone()),
         Endpoint::UpdateNamespaceProperties.privilege(),
@@ -280,10 +287,15 @@ pub async fn update_properties(
             forwarded::check_location(&state.mounts, mount, location, "the namespace location")?;
         }
         let write = Request::new(Endpoint::UpdateNamespaceProperties, raw_body).in_namespace(local);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+        let answer = forwarded::send(mount, &headers, write).await?;
+        let (updated, removed) = (req.updates.into_keys().collect(), req.removals);
+        teller.tell(vec![Operation::UpdateNamespaceProperties { namespace: ns, updated, removed }]).await;
+        return Ok(forwarded::json(answer));
     }
     let at = Routed { mount, local, ns: &ns };
     let result = namespaces::update_properties(at, req.removals, req.updates).await?;
+    let (updated, removed) = (result.updated.clone(), result.removed.clone());
+    teller.tell(vec![Operation::UpdateNamespaceProperties { namespace: ns, updated, removed }]).await;
     Ok(axum::Json(UpdatePropertiesResponse {
         updated: result.updated,
         removed: result.removed,

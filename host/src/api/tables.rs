@@ -19,14 +19,18 @@ use super::model::{
     RegisterTableRequest, RenameTableRequest, Snapshots, TableResult,
 };
 use super::signing::{self, SignerBase};
+use super::told;
 use super::{parse_namespace, AppState, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::{Effect, Resource};
 use crate::error::Error;
+use crate::events::event::TableChange;
+use crate::events::Operation;
 use crate::recovery;
 use crate::sandbox::bindings::Ident;
 use crate::storage::location::Location;
-use crate::tables::{self, NewTable, TableChange};
+use crate::tables::telling::table_change;
+use crate::tables::{self, NewTable};
 
 pub async fn list(
     AxState(state): State,
@@ -50,6 +54,7 @@ pub async fn create(
         return Err(Error::BadRequest("the table name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
+    let teller = state.teller(&caller);
     let (mount, local, access) = members::resolve_namespace(&state, caller, &ns).await?;
     if mount.backend.forwards() {
         if let Some(location) = &req.location {
@@ -57,6 +62,10 @@ pub async fn create(
         }
         let write = Request::new(Endpoint::CreateTable, raw_body).in_namespace(&local);
         let answer = forwarded::send(mount, &headers, write).await?;
+        if !req.stage_create {
+            let ident = Ident { namespace: local.clone(), name: req.name.clone() };
+            teller.tell(vec![Operation::CreateTable(told::forwarded_table(mount, &ident, &answer, vec![]))]).await;
+        }
         return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name.clone() };
@@ -101,6 +110,9 @@ pub async fn create(
         return Ok(with_secrets(response.into_response(), secrets));
     }
     let committed = tables::create(mount, &ident, &metadata, &placement).await?;
+    let after = Some(committed.metadata_location.as_str());
+    let created = table_change(mount, &ident, committed.uuid.clone(), None, after, vec![]);
+    teller.tell(vec![Operation::CreateTable(created)]).await;
     let delegated = delegate().await;
     let secrets = revend(&ns, &ident.name, &placement.location, &delegated);
     let tag = match delegating {
@@ -287,6 +299,7 @@ pub async fn commit(
     if req.identifier.as_ref().is_some_and(|id| id.name != name || id.namespace != ns) {
         return Err(Error::BadRequest("the identifier in the body does not match the path".into()));
     }
+    let teller = state.teller(&caller);
     let Resolved { mount, ident, .. } =
         members::resolve_parsed(&state, caller, ns, name, Endpoint::UpdateTable, Kind::Table).await?;
     if mount.backend.forwards() {
@@ -294,9 +307,12 @@ pub async fn commit(
         let mut body = forwarded::parse(&raw_body)?;
         forwarded::strip_identifiers(mount, &mut body, &["/identifier"])?;
         let write = Request::new(Endpoint::UpdateTable, forwarded::body(&body)).in_namespace(&ident.namespace);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write.named(&ident.name)).await?));
+        let answer = forwarded::send(mount, &headers, write.named(&ident.name)).await?;
+        let updates = tables::updates_json(&req.updates);
+        teller.tell(vec![Operation::UpdateTable(told::forwarded_table(mount, &ident, &answer, updates))]).await;
+        return Ok(forwarded::json(answer));
     }
-    let committed = tables::commit(mount, &ident, &req.requirements, &req.updates).await?;
+    let committed = tables::commit(mount, &ident, &req.requirements, &req.updates, &teller).await?;
     let tag = committed_tag(&committed.metadata_location);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -315,6 +331,7 @@ pub async fn drop(
     Query(q): Query<DropTableQuery>,
     headers: HeaderMap,
 ) -> Result<StatusCode, Error> {
+    let teller = state.teller(&caller);
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropTable, Kind::Table).await?;
     let resource = resolved.resource(Kind::Table);
     let (mount, ident) = (resolved.mount, &resolved.ident);
@@ -323,11 +340,21 @@ pub async fn drop(
         let mut write = Request::new(Endpoint::DropTable, Default::default()).in_namespace(&ident.namespace);
         write.query = vec![("purgeRequested".into(), q.purge().to_string())];
         forwarded::drop(&state, mount, &headers, write.named(&ident.name), resource).await?;
+        let dropped =
+            TableChange { purge: Some(q.purge()), ..table_change(mount, ident, String::new(), None, None, vec![]) };
+        teller.tell(vec![Operation::DropTable(dropped)]).await;
         return Ok(StatusCode::NO_CONTENT);
     }
     let dropped = tables::drop_table(mount, ident, q.purge());
-    recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+    let dropped = recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+    teller.tell(vec![dropped_table(mount, ident, &dropped.pointer.metadata_location, dropped.uuid, q.purge())]).await;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A dropped table's event (an unregister is a drop that keeps the files).
+fn dropped_table(mount: &crate::mounts::Mount, ident: &Ident, before: &str, uuid: String, purge: bool) -> Operation {
+    let change = table_change(mount, ident, uuid, Some(before), None, vec![]);
+    Operation::DropTable(TableChange { purge: Some(purge), ..change })
 }
 
 /// Refuses a commit that moves a table of a forwarding mount somewhere the mount may
@@ -351,6 +378,7 @@ pub async fn unregister(
     Path((raw, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
+    let teller = state.teller(&caller);
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::UnregisterTable, Kind::Table).await?;
     let mount = resolved.mount;
     mount.require_endpoint(Endpoint::UnregisterTable, Some("its store deletes a table's files with the table"))?;
@@ -360,12 +388,17 @@ pub async fn unregister(
         let unregistered = async { forwarded::send(mount, &headers, write.named(&ident.name)).await };
         let effect = Effect::Forget { resource: resolved.resource(Kind::Table) };
         let answer = recovery::with_intent(&state.authz, &state.mounts, effect, unregistered).await?;
+        let last = told::forwarded_table(mount, ident, &answer, vec![]);
+        let before = last.metadata.metadata_location.clone().unwrap_or_default();
+        teller.tell(vec![dropped_table(mount, ident, &before, last.table_uuid, false)]).await;
         return Ok(forwarded::json(answer));
     }
     let unregistered = tables::unregister(mount, &resolved.ident);
     // Nothing registered later under this name may inherit its grants.
     let effect = Effect::Forget { resource: resolved.resource(Kind::Table) };
     let last = recovery::with_intent(&state.authz, &state.mounts, effect, unregistered).await?;
+    let ident = &resolved.ident;
+    teller.tell(vec![dropped_table(mount, ident, &last.metadata_location, last.uuid.clone(), false)]).await;
     Ok(TableResult {
         metadata_location: Some(&last.metadata_location),
         metadata_json: last.metadata_json,
@@ -385,15 +418,21 @@ pub async fn register(
     JsonBody(req, raw_body): JsonBody<RegisterTableRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
+    let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
         let write = Request::new(Endpoint::RegisterTable, raw_body).in_namespace(&local);
         let answer = forwarded::send(mount, &headers, write).await?;
+        let ident = Ident { namespace: local.clone(), name: req.name.clone() };
+        teller.tell(vec![Operation::RegisterTable(told::forwarded_table(mount, &ident, &answer, vec![]))]).await;
         return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name };
     let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
+    let after = Some(committed.metadata_location.as_str());
+    let registered = table_change(mount, &ident, committed.uuid.clone(), None, after, vec![]);
+    teller.tell(vec![Operation::RegisterTable(registered)]).await;
     let tag = committed_tag(&committed.metadata_location);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),
@@ -447,6 +486,7 @@ pub async fn commit_transaction(
         return Err(Error::BadRequest("a transaction needs at least one table change".into()));
     }
     let access = state.authz.access(&caller).await?;
+    let teller = state.teller(&caller);
     let mut mount: Option<&crate::mounts::Mount> = None;
     let mut changes = Vec::with_capacity(req.table_changes.len());
     let mut seen = std::collections::HashSet::new();
@@ -475,7 +515,7 @@ pub async fn commit_transaction(
         }
         mount = Some(this);
         pointers.push(format!("/table-changes/{i}/identifier"));
-        changes.push(TableChange { ident, requirements: change.requirements, updates: change.updates });
+        changes.push(tables::TableChange { ident, requirements: change.requirements, updates: change.updates });
     }
     let mount = mount.expect("at least one change");
     if mount.backend.forwards() {
@@ -486,8 +526,13 @@ pub async fn commit_transaction(
         let pointers: Vec<&str> = pointers.iter().map(String::as_str).collect();
         forwarded::strip_identifiers(mount, &mut body, &pointers)?;
         forwarded::send(mount, &headers, Request::new(Endpoint::CommitTransaction, forwarded::body(&body))).await?;
+        let operations = changes.iter().map(|change| {
+            let updates = tables::updates_json(&change.updates);
+            Operation::UpdateTable(table_change(mount, &change.ident, String::new(), None, None, updates))
+        });
+        teller.tell(operations.collect()).await;
         return Ok(StatusCode::NO_CONTENT);
     }
-    tables::commit_transaction(mount, &changes).await?;
+    tables::commit_transaction(mount, &changes, &teller).await?;
     Ok(StatusCode::NO_CONTENT)
 }

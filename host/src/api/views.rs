@@ -15,13 +15,16 @@ use super::etag::{self, IfNoneMatch, Representation, Tag};
 use super::forwarded::{self, Request};
 use super::members::{self, Kind, Resolved};
 use super::model::{ListQuery, RenameTableRequest, TableResult};
+use super::told;
 use super::{parse_namespace, Endpoint, Json, JsonBody, Query, State};
 use crate::auth::Caller;
 use crate::authz::Effect;
 use crate::error::Error;
+use crate::events::Operation;
 use crate::recovery;
 use crate::sandbox::bindings::Ident;
 use crate::tables;
+use crate::tables::telling::uuid_of;
 use crate::tables::views::{self, NewView, ViewRequirement};
 
 #[derive(Deserialize)]
@@ -63,6 +66,17 @@ fn result(location: &str, json: Bytes) -> Response {
     etag::tagged(response.into_response(), Some(tag))
 }
 
+/// A view's event body after a create or a replace.
+fn view_event(
+    mount: &crate::mounts::Mount,
+    ident: &Ident,
+    committed: &tables::Committed,
+    updates: Vec<serde_json::Value>,
+) -> crate::events::event::ViewChange {
+    let after = Some(committed.metadata_location.clone());
+    told::view_change(mount, ident, committed.uuid.clone(), None, after, updates)
+}
+
 pub async fn list(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
@@ -83,18 +97,22 @@ pub async fn create(
         return Err(Error::BadRequest("the view name must not be empty".into()));
     }
     let ns = parse_namespace(&raw)?;
+    let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    let ident = Ident { namespace: local, name: req.name.clone() };
     if mount.backend.forwards() {
         if let Some(location) = &req.location {
             forwarded::check_location(&state.mounts, mount, location, "the view location")?;
         }
-        let write = Request::new(Endpoint::CreateView, raw_body).in_namespace(&local);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+        let write = Request::new(Endpoint::CreateView, raw_body).in_namespace(&ident.namespace);
+        let answer = forwarded::send(mount, &headers, write).await?;
+        teller.tell(vec![Operation::CreateView(told::forwarded_view(mount, &ident, &answer, vec![]))]).await;
+        return Ok(forwarded::json(answer));
     }
-    let ident = Ident { namespace: local, name: req.name };
     let new =
         NewView { location: req.location, schema: req.schema, version: req.view_version, properties: req.properties };
     let committed = views::create(mount, &ident, new).await?;
+    teller.tell(vec![Operation::CreateView(view_event(mount, &ident, &committed, vec![]))]).await;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 
@@ -131,8 +149,10 @@ pub async fn replace(
     headers: HeaderMap,
     JsonBody(req, raw_body): JsonBody<CommitViewRequest>,
 ) -> Result<Response, Error> {
+    let teller = state.teller(&caller);
     let Resolved { mount, ident, .. } =
         members::resolve(&state, caller, &raw, name, Endpoint::ReplaceView, Kind::View).await?;
+    let updates: Vec<serde_json::Value> = req.updates.iter().filter_map(|u| serde_json::to_value(u).ok()).collect();
     if mount.backend.forwards() {
         for update in &req.updates {
             if let ViewUpdate::SetLocation { location } = update {
@@ -142,9 +162,12 @@ pub async fn replace(
         let mut body = forwarded::parse(&raw_body)?;
         forwarded::strip_identifiers(mount, &mut body, &["/identifier"])?;
         let write = Request::new(Endpoint::ReplaceView, forwarded::body(&body)).in_namespace(&ident.namespace);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write.named(&ident.name)).await?));
+        let answer = forwarded::send(mount, &headers, write.named(&ident.name)).await?;
+        teller.tell(vec![Operation::UpdateView(told::forwarded_view(mount, &ident, &answer, updates))]).await;
+        return Ok(forwarded::json(answer));
     }
     let committed = views::replace(mount, &ident, &req.requirements, req.updates).await?;
+    teller.tell(vec![Operation::UpdateView(view_event(mount, &ident, &committed, updates))]).await;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 
@@ -154,16 +177,23 @@ pub async fn drop(
     Path((raw, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<StatusCode, Error> {
+    let teller = state.teller(&caller);
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropView, Kind::View).await?;
     let resource = resolved.resource(Kind::View);
     let (mount, ident) = (resolved.mount, &resolved.ident);
     if mount.backend.forwards() {
         let write = Request::new(Endpoint::DropView, Default::default()).in_namespace(&ident.namespace);
         forwarded::drop(&state, mount, &headers, write.named(&ident.name), resource).await?;
+        teller
+            .tell(vec![Operation::DropView(told::view_change(mount, ident, String::new(), None, None, vec![]))])
+            .await;
         return Ok(StatusCode::NO_CONTENT);
     }
     let dropped = views::drop_view(mount, ident);
-    recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+    let last = recovery::with_intent(&state.authz, &state.mounts, Effect::Forget { resource }, dropped).await?;
+    let before = Some(last.metadata_location.clone());
+    let dropped = told::view_change(mount, ident, uuid_of(&last), before, None, vec![]);
+    teller.tell(vec![Operation::DropView(dropped)]).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -175,13 +205,18 @@ pub async fn register(
     JsonBody(req, raw_body): JsonBody<RegisterViewRequest>,
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
+    let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    let ident = Ident { namespace: local, name: req.name.clone() };
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
-        let write = Request::new(Endpoint::RegisterView, raw_body).in_namespace(&local);
-        return Ok(forwarded::json(forwarded::send(mount, &headers, write).await?));
+        let write = Request::new(Endpoint::RegisterView, raw_body).in_namespace(&ident.namespace);
+        let answer = forwarded::send(mount, &headers, write).await?;
+        teller.tell(vec![Operation::CreateView(told::forwarded_view(mount, &ident, &answer, vec![]))]).await;
+        return Ok(forwarded::json(answer));
     }
-    let committed = views::register(mount, &Ident { namespace: local, name: req.name }, &req.metadata_location).await?;
+    let committed = views::register(mount, &ident, &req.metadata_location).await?;
+    teller.tell(vec![Operation::CreateView(view_event(mount, &ident, &committed, vec![]))]).await;
     Ok(result(&committed.metadata_location, committed.metadata_json))
 }
 

@@ -62,6 +62,12 @@ impl Access {
         best
     }
 
+    /// Whether the root namespace (or mount) `root` has an owner now: a dropped root has
+    /// none, and nobody but a server admin holds anything in it.
+    pub fn root_owned(&self, root: &str) -> bool {
+        self.mount_owners.contains_key(root) || self.known.state.owner(root).is_some()
+    }
+
     /// The mount `resource` is in, as the audit log names it.
     fn mount_of<'a>(&self, resource: &'a Resource) -> &'a str {
         match resource.namespace().first() {

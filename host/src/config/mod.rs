@@ -1,14 +1,16 @@
 //! The configuration file (TOML) and its defaults. Every key is documented in
 //! `docs/configuration.md`. One file per section: `server` (with `[log]`, `[audit]`,
-//! `[component_cache]`), `auth`, `storage`, `mounts`; this one reads the file and checks
+//! `[component_cache]`), `auth`, `storage`, `mounts`, `events`; this one reads the file and checks
 //! that the sections agree.
 
 mod auth;
+mod events;
 mod mounts;
 mod server;
 mod storage;
 
 pub use auth::*;
+pub use events::*;
 pub use mounts::*;
 pub use server::*;
 pub use storage::*;
@@ -34,6 +36,8 @@ pub struct Config {
     /// `[mount.<name>]`: catalogs mounted under top-level names.
     #[serde(rename = "mount")]
     pub mounts: std::collections::BTreeMap<String, MountConfig>,
+    /// `[events]`: events of changes, and where they are pushed.
+    pub events: EventsConfig,
 }
 
 impl Config {
@@ -159,6 +163,7 @@ impl Config {
                 }
             }
         }
+        problems.extend(self.events.problems());
         if problems.is_empty() {
             Ok(())
         } else {

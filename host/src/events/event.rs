@@ -39,7 +39,7 @@ pub struct Identifier {
 }
 
 /// What changed. The spec's operation types, and `custom` ones (`x-…`) for what it
-/// has none for (principals, tenants, grants, unregistering a table).
+/// has none for (principals, tenants, grants).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "operation-type", rename_all = "kebab-case")]
 pub enum Operation {
@@ -86,6 +86,10 @@ pub struct TableChange {
     pub snapshots_added: Vec<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots_removed: Vec<i64>,
+    /// A drop's: whether the table's files were purged (an unregister is a drop that
+    /// keeps them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge: Option<bool>,
 }
 
 /// A view created, replaced or dropped.
@@ -257,6 +261,7 @@ mod tests {
                 },
                 snapshots_added,
                 snapshots_removed,
+                purge: None,
             }),
         }
     }

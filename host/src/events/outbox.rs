@@ -109,10 +109,47 @@ impl Outbox {
             .collect()
     }
 
+    /// Removes the events of the log made before `cutoff_ms` (oldest first, stopping
+    /// at the first one made after it); how many it removed. The log's numbers stay:
+    /// a consumer behind them resumes at the oldest event kept.
+    pub async fn prune(&self, cutoff_ms: i64) -> Result<usize, KvError> {
+        let mut removed = 0;
+        loop {
+            let end = prefix_end(LOG);
+            let oldest = self.space.scan(LOG, end.as_deref(), MOVE_BATCH).await?;
+            let expired: Vec<Write> = oldest
+                .iter()
+                .take_while(|entry| made_at(&entry.value).is_none_or(|at| at < cutoff_ms))
+                .map(|entry| Write { key: entry.key.clone(), value: None })
+                .collect();
+            if expired.is_empty() {
+                return Ok(removed);
+            }
+            let full = expired.len() == oldest.len();
+            removed += expired.len();
+            // A logged event never changes: nothing to check.
+            self.space.commit(&[], &expired).await?;
+            if !full {
+                return Ok(removed);
+            }
+        }
+    }
+
     /// The sequence number of the last event in the log (0 when none ever was).
     pub async fn last(&self) -> Result<u64, KvError> {
         self.space.get(HEAD).await?.map_or(Ok(0), |head| sequence_of(&head.value))
     }
+}
+
+/// When the event in `json` was made (`None`: unreadable, so kept no longer than
+/// any).
+pub fn made_at(json: &[u8]) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Made {
+        #[serde(rename = "timestamp-ms")]
+        timestamp_ms: i64,
+    }
+    serde_json::from_slice::<Made>(json).ok().map(|made| made.timestamp_ms)
 }
 
 /// Big-endian, so that the keys sort as the numbers do.
@@ -258,5 +295,24 @@ mod tests {
         assert_eq!(outbox.relay().await.unwrap(), 0);
         outbox.space().commit(&[], &[change, outbox.pending(&event_id(2), b"e".to_vec())]).await.unwrap();
         assert_eq!(outbox.relay().await.unwrap(), 1);
+    }
+
+    /// Pruning takes the events made before the cutoff, oldest first, and keeps the
+    /// numbers: a reader after a pruned number reads on from the oldest kept.
+    #[tokio::test]
+    async fn pruning_removes_only_what_expired() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = outbox(&dir);
+        for (n, at) in [(1, 100), (2, 200), (3, 300)] {
+            let json = format!(r#"{{"timestamp-ms": {at}}}"#).into_bytes();
+            outbox.space().commit(&[], &[outbox.pending(&event_id(n), json)]).await.unwrap();
+        }
+        outbox.relay().await.unwrap();
+        assert_eq!(outbox.prune(100).await.unwrap(), 0, "none made before 100");
+        assert_eq!(outbox.prune(250).await.unwrap(), 2);
+        let kept = outbox.read(0, 10).await.unwrap();
+        assert_eq!(kept.iter().map(|l| l.sequence).collect::<Vec<_>>(), [3]);
+        assert_eq!(outbox.last().await.unwrap(), 3, "the head stays");
+        assert_eq!(made_at(&kept[0].event), Some(300));
     }
 }

@@ -4,6 +4,7 @@
 use super::{absent, Routed};
 use crate::authz::{Authorizer, Effect};
 use crate::error::Error;
+use crate::events::{Operation, Teller};
 use crate::mounts::{Mount, Mounts};
 use crate::recovery;
 use crate::sandbox::attempt::{Ridden, Rider};
@@ -17,13 +18,34 @@ use crate::tables::serial;
 type Properties = Vec<(String, String)>;
 
 /// Creates the namespace `at` for `tenant`; the properties stored. A new root of the
-/// root catalog is owned by the creator's tenant, recorded with it.
+/// root catalog is owned by the creator's tenant, recorded with it. Its event rides the
+/// commit that carries the host's records, where one does; else it follows the create.
 pub async fn create(
     authz: &Authorizer,
     mounts: &Mounts,
     at: Routed<'_>,
     properties: Properties,
     tenant: String,
+    teller: &Teller,
+) -> Result<Properties, Error> {
+    let asked = properties.iter().cloned().collect();
+    let mut event = teller.commit(vec![Operation::CreateNamespace { namespace: at.ns.to_vec(), properties: asked }]);
+    let created = create_telling(authz, mounts, at, properties, tenant, &mut event).await?;
+    match event {
+        Some(left) => teller.write(left).await,
+        None => teller.written(),
+    }
+    Ok(created)
+}
+
+/// `create`, its event's commit taken from `event` by the commit that carried it.
+async fn create_telling(
+    authz: &Authorizer,
+    mounts: &Mounts,
+    at: Routed<'_>,
+    properties: Properties,
+    tenant: String,
+    event: &mut Option<Commit>,
 ) -> Result<Properties, Error> {
     if at.local.is_empty() {
         return Err(Error::AlreadyExists(format!("Namespace already exists: {}: it is a mount", at.ns[0])));
@@ -32,9 +54,9 @@ pub async fn create(
     // Creates of one name share its location's claim (see `tables::serial`).
     let _turn = serial::namespace_one_at_a_time(&at.mount.space, at.local).await;
     if at.mount.name.is_none() && at.ns.len() == 1 {
-        create_root(authz, mounts, at, properties, tenant).await
+        create_root(authz, mounts, at, properties, tenant, event).await
     } else {
-        create_nested(at, properties).await
+        create_nested(at, properties, event).await
     }
 }
 
@@ -50,6 +72,7 @@ async fn create_root(
     at: Routed<'_>,
     mut properties: Properties,
     tenant: String,
+    event: &mut Option<Commit>,
 ) -> Result<Properties, Error> {
     let root = &at.ns[0];
     let placement = place(at, &mut properties).await?;
@@ -60,9 +83,10 @@ async fn create_root(
         if let Some(placement) = &placement {
             commit = commit.join(claim_commit(at, placement)?.0);
         }
-        let rider = Rider { space: space.clone(), commit };
+        let rider = Rider { space: space.clone(), commit: with_event(commit, event) };
         if let Some(created) = create_carrying(at, properties.clone(), rider).await? {
             authz.learn_owner(root).await?;
+            *event = None;
             return created;
         }
     }
@@ -85,18 +109,31 @@ async fn create_root(
 /// Creates a namespace that is not a root of the root catalog: where the backend's
 /// commit can carry the location's claim (`riders`), in that one commit; otherwise, or
 /// when that commit is refused, the claim first and then the create.
-async fn create_nested(at: Routed<'_>, mut properties: Properties) -> Result<Properties, Error> {
+async fn create_nested(
+    at: Routed<'_>,
+    mut properties: Properties,
+    event: &mut Option<Commit>,
+) -> Result<Properties, Error> {
     let placement = place(at, &mut properties).await?;
     if let Some(placement) = &placement {
         let space = at.mount.warehouse()?.index().key_space();
         if at.mount.backend.carries_riders_to(space) {
-            let rider = Rider { space: space.clone(), commit: claim_commit(at, placement)?.0 };
+            let rider = Rider { space: space.clone(), commit: with_event(claim_commit(at, placement)?.0, event) };
             if let Some(created) = create_carrying(at, properties.clone(), rider).await? {
+                *event = None;
                 return created;
             }
         }
     }
     claim_and_create(at, properties, placement).await
+}
+
+/// `commit` with the event's (both are for the host key space, the outbox's).
+fn with_event(commit: Commit, event: &Option<Commit>) -> Commit {
+    match event {
+        Some(event) => commit.join(event.clone()),
+        None => commit,
+    }
 }
 
 /// The commit that claims a new namespace's location under its name's id, to be made

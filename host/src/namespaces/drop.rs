@@ -4,6 +4,7 @@
 use super::{absent, Routed};
 use crate::authz::{Authorizer, Effect, Resource};
 use crate::error::Error;
+use crate::events::{Operation, Teller};
 use crate::mounts::Mounts;
 use crate::recovery;
 use crate::sandbox::attempt::{Ridden, Rider};
@@ -14,7 +15,9 @@ use crate::tables::{locations, serial};
 /// backend's commit can carry them, the grants, owner and claim go with it (the host
 /// key space holds all three: one location index serves every warehouse); otherwise
 /// the drop runs under an intent to forget them, and the claim is released after.
-pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>) -> Result<(), Error> {
+///
+/// Its event rides that commit too, or follows the drop.
+pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &Teller) -> Result<(), Error> {
     at.refuse_mount_root("be dropped")?;
     let mount = at.mount;
     mount.check_writable()?;
@@ -26,10 +29,15 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>) -> Result
         _ => Error::from_backend(e, absent(at.ns)),
     };
     let space = authz.key_space();
+    let event = teller.commit(vec![Operation::DropNamespace { namespace: at.ns.to_vec() }]);
     if mount.backend.carries_riders_to(space) {
         let (mut commit, forgotten) = authz.forgetting(&resource).await?;
         if let Some(warehouse) = &mount.warehouse {
             commit = commit.join(warehouse.index().release_commit(at.claim_id()).await?);
+        }
+        // The host key space is the outbox's.
+        if let Some(event) = event {
+            commit = commit.join(event);
         }
         let rider = Rider { space: space.clone(), commit };
         let (dropped, ridden) = mount.backend.drop_namespace_carrying(at.local.to_vec(), rider).await;
@@ -38,7 +46,10 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>) -> Result
             authz.learn(&forgotten).await?;
         }
         return match (dropped, ridden) {
-            (Ok(()), Ridden::Landed) => Ok(()),
+            (Ok(()), Ridden::Landed) => {
+                teller.written();
+                Ok(())
+            }
             (Ok(()), _) => Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label()))),
             (Err(e), _) => Err(failed(e)),
         };
@@ -47,6 +58,9 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>) -> Result
     recovery::with_intent(authz, mounts, Effect::Forget { resource }, dropped).await?;
     if let Some(warehouse) = &mount.warehouse {
         locations::release_id(warehouse, &at.claim_id()).await;
+    }
+    if let Some(event) = event {
+        teller.write(event).await;
     }
     Ok(())
 }

@@ -19,8 +19,15 @@ use crate::storage::location_index::ClaimKind;
 
 use super::load::load_in;
 use super::metadata_file::{table_pointer, write_metadata};
+use super::telling::{table_change, Telling};
 use super::{dotted, invalid_metadata, no_such_table, Committed};
 use super::{requirements, staged};
+use crate::events::{Operation, Teller};
+
+/// The updates as JSON, for an event.
+pub fn updates_json(updates: &[TableUpdate]) -> Vec<serde_json::Value> {
+    updates.iter().filter_map(|u| serde_json::to_value(u).ok()).collect()
+}
 
 /// How often a commit that lost the compare-and-swap is re-applied to the new
 /// current metadata (its requirements are checked again each time): only a failed
@@ -31,14 +38,28 @@ pub(super) const COMMIT_ATTEMPTS: usize = 16;
 /// applies the updates, writes a new metadata file and swaps the pointer. A lost
 /// swap is retried against the new current metadata; a failed requirement is 409.
 /// The new file is deleted only when the backend said the swap did not apply.
+///
+/// Its event rides the swap's commit (`telling`): one per attempt, written only with
+/// the attempt that lands.
 pub async fn commit(
     mount: &Mount,
     ident: &Ident,
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
+    teller: &Teller,
 ) -> Result<Committed, Error> {
     if requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
-        return staged::create_from_updates(mount, ident, requirements, updates).await;
+        let committed = staged::create_from_updates(mount, ident, requirements, updates).await?;
+        let change = table_change(
+            mount,
+            ident,
+            committed.uuid.clone(),
+            None,
+            Some(&committed.metadata_location),
+            updates_json(updates),
+        );
+        teller.tell(vec![Operation::CreateTable(change)]).await;
+        return Ok(committed);
     }
     let warehouse = mount.warehouse()?;
     let _turn = serial::one_at_a_time(&mount.space, ident).await;
@@ -48,11 +69,13 @@ pub async fn commit(
         }
         let mut attempt = mount.backend.attempt();
         let prepared = prepare(mount, &mut attempt, ident, requirements, updates).await?;
+        let telling = Telling::ride(teller, &mut attempt, vec![prepared.operation(mount, ident, updates)]);
         let (expected, new) = (prepared.expected.clone(), prepared.new.clone());
         let swapped = mount.backend.commit_table_in(&mut attempt, ident.clone(), expected, new).await;
         match swapped {
             Ok(()) => {
                 prepared.landed(mount);
+                telling.landed(teller, &attempt).await;
                 return Ok(prepared.committed);
             }
             Err(e) if e.kind.did_not_apply() => {
@@ -78,6 +101,19 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
+    /// The event of this change, once it lands.
+    fn operation(&self, mount: &Mount, ident: &Ident, updates: &[TableUpdate]) -> Operation {
+        let (before, after) = (Some(self.expected.as_str()), Some(self.new.metadata_location.as_str()));
+        Operation::UpdateTable(table_change(
+            mount,
+            ident,
+            self.committed.uuid.clone(),
+            before,
+            after,
+            updates_json(updates),
+        ))
+    }
+
     /// Forgets the version a change that applied replaced: no pointer names it now.
     fn landed(&self, mount: &Mount) {
         held::forget(mount, &self.expected);
@@ -152,7 +188,9 @@ pub struct TableChange {
 /// checked and every new metadata file written first, then one conditional commit
 /// swaps every pointer, or none. A refusal answers 409 and leaves no file behind; an
 /// unknown outcome keeps the files. It is one attempt: a lost swap is 409, not retried.
-pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Result<(), Error> {
+///
+/// Its events, one per table, ride the one commit.
+pub async fn commit_transaction(mount: &Mount, changes: &[TableChange], teller: &Teller) -> Result<(), Error> {
     let mut attempt = mount.backend.attempt();
     let warehouse = mount.warehouse()?;
     let mut prepared = Vec::with_capacity(changes.len());
@@ -171,6 +209,8 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
         }
     }
     if outcome.is_ok() {
+        let operations = prepared.iter().zip(changes).map(|((ident, p), c)| p.operation(mount, ident, &c.updates));
+        let telling = Telling::ride(teller, &mut attempt, operations.collect());
         let commits = prepared
             .iter()
             .map(|(ident, p)| TableCommit {
@@ -184,6 +224,7 @@ pub async fn commit_transaction(mount: &Mount, changes: &[TableChange]) -> Resul
                 for (_, p) in &prepared {
                     p.landed(mount);
                 }
+                telling.landed(teller, &attempt).await;
                 return Ok(());
             }
             Err(e) if e.kind == BackendErrorKind::Conflict => {

@@ -8,23 +8,26 @@ use crate::sandbox::bindings::{Ident, Pointer};
 use crate::storage::location::Location;
 
 use super::purge;
+use super::telling::uuid_of;
 use super::{dotted, no_such_table};
 
 /// Forgets a table. What follows the pointer's removal — the purge, if asked for,
 /// then releasing the table's locations — runs as its own task, so a client that
 /// disconnects cannot stop it half-way. Without a purge the answer waits for the
 /// release (a dropped table's files can be registered again at once); with one, it
-/// comes as soon as the pointer is gone. The pointer the table had when dropped.
-pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<Pointer, Error> {
+/// comes as soon as the pointer is gone.
+pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<Dropped, Error> {
     let pointer = mount
         .backend
         .drop_table(ident.clone())
         .await
         .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
     let Some(warehouse) = mount.warehouse.clone() else {
-        return Ok(pointer);
+        return Ok(Dropped { uuid: uuid_of(&pointer), pointer });
     };
     let metadata = current_metadata(mount, &pointer).await;
+    let uuid = metadata.as_ref().map_or_else(|_| uuid_of(&pointer), |m| m.uuid().to_string());
+    let dropped = Dropped { pointer: pointer.clone(), uuid };
     let table = dotted(mount, ident);
     let metadata_location = pointer.metadata_location.clone();
     let after = tokio::spawn(async move {
@@ -62,5 +65,11 @@ pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<Poi
     if !purge {
         let _ = after.await;
     }
-    Ok(pointer)
+    Ok(dropped)
+}
+
+/// A dropped table: the pointer it had when dropped, and its uuid (for its event).
+pub struct Dropped {
+    pub pointer: Pointer,
+    pub uuid: String,
 }

@@ -46,8 +46,9 @@ pub(super) async fn write_metadata(
     }
     .map_err(failed)?;
     let metadata_location = location.to_string();
+    let uuid = metadata.uuid().to_string();
     held::keep_built(mount, &metadata_location, json.clone(), metadata);
-    Ok(Committed { metadata_location, metadata_json: json })
+    Ok(Committed { metadata_location, metadata_json: json, uuid })
 }
 
 /// A table's metadata as JSON, written into a buffer of `capacity` bytes to start with:

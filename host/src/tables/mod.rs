@@ -19,11 +19,12 @@ mod rename;
 mod requirements;
 pub mod serial;
 mod staged;
+pub mod telling;
 pub mod views;
 
-pub use commit::{commit, commit_transaction, TableChange};
+pub use commit::{commit, commit_transaction, updates_json, TableChange};
 pub use create::{build_new, create, NewTable};
-pub use drop::drop_table;
+pub use drop::{drop_table, Dropped};
 pub use load::{current_metadata, load, location, servable, Loaded};
 pub use metadata_file::{metadata_json, table_location};
 pub use register::{register, unregister};
@@ -44,6 +45,8 @@ use crate::sandbox::bindings::{Ident, Pointer};
 pub struct Committed {
     pub metadata_location: String,
     pub metadata_json: Bytes,
+    /// The table's or view's uuid (for its events).
+    pub uuid: String,
 }
 
 /// A table's name as clients see it (the mount name restored).

@@ -38,8 +38,9 @@ pub async fn register(
         .map_err(|e| Error::BadRequest(format!("cannot read table metadata at {metadata_location}: {e}")))?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = Bytes::from(metadata_json(&metadata, 0)?);
+    let uuid = metadata.uuid().to_string();
     held::keep_built(mount, &metadata_location, metadata_json.clone(), metadata);
-    let committed = Committed { metadata_location, metadata_json };
+    let committed = Committed { metadata_location, metadata_json, uuid };
     let existing = match overwrite {
         false => None,
         true => match load(mount, ident, None).await {
@@ -82,7 +83,8 @@ pub async fn register(
 pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error> {
     // Held before the drop, so the answer seldom needs a read after it.
     let before = servable(mount, load(mount, ident, None).await?).await?;
-    let pointer = drop_table(mount, ident, false).await?;
+    let dropped = drop_table(mount, ident, false).await?;
+    let (pointer, uuid) = (dropped.pointer, dropped.uuid);
     let last = if pointer.metadata_location == before.pointer.metadata_location {
         before
     } else {
@@ -94,5 +96,9 @@ pub async fn unregister(mount: &Mount, ident: &Ident) -> Result<Committed, Error
             ))
         })?
     };
-    Ok(Committed { metadata_location: last.pointer.metadata_location.clone(), metadata_json: last.held.json.clone() })
+    Ok(Committed {
+        metadata_location: last.pointer.metadata_location.clone(),
+        metadata_json: last.held.json.clone(),
+        uuid,
+    })
 }

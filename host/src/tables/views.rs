@@ -95,7 +95,7 @@ async fn write_metadata(mount: &Mount, metadata: &ViewMetadata, version: usize) 
         .write(metadata_json.clone())
         .await
         .map_err(|e| Error::Internal(format!("writing view metadata to {location}: {e}")))?;
-    Ok(Committed { metadata_location: location, metadata_json })
+    Ok(Committed { metadata_location: location, metadata_json, uuid: metadata.uuid().to_string() })
 }
 
 /// The view property naming the folder its metadata files go to (Iceberg's
@@ -233,7 +233,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
         .map_err(|e| Error::BadRequest(format!("{metadata_location} is not view metadata: {e}")))?;
     let location = locations::registered_location(warehouse, &chain, &file, metadata.location())?;
     let metadata_json = view_json(&metadata)?;
-    let committed = Committed { metadata_location, metadata_json };
+    let committed = Committed { metadata_location, metadata_json, uuid: metadata.uuid().to_string() };
     let claim = Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::View, ClaimId::new()).await?;
     if let Err(e) = mount.backend.create_view(ident.clone(), pointer(&committed)).await {
         if e.kind.did_not_apply() {
@@ -245,17 +245,17 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
 }
 
 /// Forgets a view (its files stay: views hold no data) and releases its location.
-pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<(), Error> {
+pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
     let pointer =
         mount.backend.drop_view(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))?;
     let Some(warehouse) = &mount.warehouse else {
-        return Ok(());
+        return Ok(pointer);
     };
     match locations::recorded_location(pointer.metadata_json.as_bytes()).map(|raw| warehouse.locate(&raw)) {
         Ok(Ok(location)) => locations::release_all(warehouse, &location).await,
         _ => tracing::warn!(view = %dotted(mount, ident), "dropped; its location is unreadable: no claim released"),
     }
-    Ok(())
+    Ok(pointer)
 }
 
 /// Renames a view inside one backend.

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# What events cost: updateTable throughput (requirement-free set-properties commits,
+# sequential and from 16 connections over 16 tables, on the embedded redb root) with
+# `[events] enabled = false` and with events on and a webhook, in one run, and their
+# ratio; then the publish lag under the 16-writer load: from an event's timestamp (taken
+# as its commit is prepared) to its delivery at a local webhook receiver, p50 and p99.
+# Servers are pinned to core 0, wrk to core 1, the receiver shares core 1.
+#
+#   bash bench/events.sh             # 10 s per run
+#   DURATION=30s bash bench/events.sh
+#
+# Needs: wrk, taskset, curl, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+source bench/build.sh
+build --bin rustberg
+source bench/start_rustberg.sh
+
+run() {
+  taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -s "$2" -H "Authorization: Bearer $token" "$3" |
+    awk '/Requests\/sec/ {print $2}'
+}
+
+# A webhook receiver that writes, per delivery, now minus the event's timestamp (ms).
+receiver=$(mktemp -d)
+cat > "$receiver/receive.py" <<'PY'
+import http.server, json, sys, time
+out = open(sys.argv[2], "a", buffering=1)
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        out.write(f"{time.time() * 1000 - body['data']['timestamp-ms']:.1f}\n")
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
+PY
+taskset -c 1 python3 "$receiver/receive.py" 18191 "$receiver/lag.txt" &
+
+echo "events; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-36s %12s %12s %8s\n' run "off c/s" "on c/s" ratio
+declare -A rates
+for mode in off on; do
+  case $mode in
+    off) extra=$'[events]\nenabled = false' ;;
+    on) extra=$'[events.webhook.lag]\nurl = "http://127.0.0.1:18191/hook"\nsecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"' ;;
+  esac
+  port=$([ $mode = off ] && echo 18187 || echo 18188)
+  start_rustberg "$port" "$extra"
+  commit_tables
+  commit_load "/v1/catalog" 1 > "$work/one.lua"
+  commit_load "/v1/catalog" 16 > "$work/spread.lua"
+  run 1 "$work/one.lua" "http://127.0.0.1:$port" > /dev/null # warm-up
+  : > "$receiver/lag.txt"
+  rates[$mode-1]=$(run 1 "$work/one.lua" "http://127.0.0.1:$port")
+  rates[$mode-16]=$(run 16 "$work/spread.lua" "http://127.0.0.1:$port")
+  [ $mode = on ] && { sleep 2; cp "$receiver/lag.txt" "$receiver/lag-on.txt"; }
+  kill "$(jobs -p | tail -1)" 2>/dev/null || true
+done
+for c in 1 16; do
+  label=$([ $c = 1 ] && echo "redb, sequential, one table" || echo "redb, 16 writers on 16 tables")
+  printf '%-36s %12s %12s %8s\n' "$label" "${rates[off-$c]}" "${rates[on-$c]}" \
+    "$(awk -v a="${rates[on-$c]}" -v b="${rates[off-$c]}" 'BEGIN {printf "%.3f", a / b}')"
+done
+sort -n "$receiver/lag-on.txt" | awk '{v[NR] = $1} END {
+  if (NR == 0) { print "no deliveries"; exit }
+  printf "publish lag to the webhook, %d events: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", NR, v[int(NR * 0.5) + 1], v[int(NR * 0.99) + 1], v[NR] }'
+rm -rf "$receiver"

@@ -1,0 +1,89 @@
+//! `[events]`: whether changes are told, how long the log keeps them, and the sinks
+//! each is pushed to.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// `[events]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventsConfig {
+    /// Every committed change writes an event (served by `POST /v1/{prefix}/events`).
+    pub enabled: bool,
+    /// How long the log keeps an event, and a sink keeps retrying one, in hours.
+    pub retention_hours: u64,
+    /// The CloudEvents `source` of pushed events; default `[server] public_url`, else
+    /// `rustberg`.
+    pub source: Option<String>,
+    /// `[events.webhook.<name>]`: HTTP endpoints each event is posted to.
+    #[serde(rename = "webhook")]
+    pub webhooks: BTreeMap<String, WebhookConfig>,
+    /// `[events.nats.<name>]`: NATS JetStream servers each event is published to.
+    pub nats: BTreeMap<String, NatsConfig>,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self { enabled: true, retention_hours: 24 * 7, source: None, webhooks: BTreeMap::new(), nats: BTreeMap::new() }
+    }
+}
+
+impl EventsConfig {
+    /// What cannot work: sinks without events, a log that keeps nothing, a webhook
+    /// that is not http(s).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let sinks = !self.webhooks.is_empty() || !self.nats.is_empty();
+        if !self.enabled && sinks {
+            problems.push("events has sinks but events.enabled is false: nothing would be sent".to_string());
+        }
+        if self.retention_hours == 0 {
+            problems.push("events.retention_hours is 0: no event would be kept to be read or sent".to_string());
+        }
+        for (name, webhook) in &self.webhooks {
+            if !(webhook.url.starts_with("http://") || webhook.url.starts_with("https://")) {
+                problems.push(format!("events.webhook.{name}.url is not an http(s) URL: {}", webhook.url));
+            }
+        }
+        for (name, nats) in &self.nats {
+            if !nats.url.starts_with("nats://") {
+                problems.push(format!("events.nats.{name}.url is not a nats:// URL: {}", nats.url));
+            }
+        }
+        problems
+    }
+}
+
+/// `[events.webhook.<name>]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where each event is POSTed.
+    pub url: String,
+    /// The Standard Webhooks signing secret, `whsec_` and base64 of at least 24 bytes.
+    pub secret: String,
+}
+
+/// `[events.nats.<name>]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatsConfig {
+    /// The server, `nats://host:port`.
+    pub url: String,
+    /// The JetStream stream the events go to (created if missing, capturing
+    /// `<subject_prefix>.>`).
+    #[serde(default = "default_stream")]
+    pub stream: String,
+    /// Each event's subject is this and the namespace's levels.
+    #[serde(default = "default_subject_prefix")]
+    pub subject_prefix: String,
+}
+
+fn default_stream() -> String {
+    "ICEBERG_EVENTS".into()
+}
+
+fn default_subject_prefix() -> String {
+    "iceberg".into()
+}
