@@ -110,7 +110,8 @@ fn check_config_finds_what_serve_would_refuse_without_serving() {
          [mount.far]\nbackend = \"native\"\ncatalog_url = \"postgres://nobody@127.0.0.1:9/none\"\nowner = \"acme\"\n\
          [mount.lost]\nbackend = \"native\"\ncatalog_url = \"redb://{{dir}}/missing/lost.redb\"\nowner = \"acme\"\n\
          [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"https://partner.example\"\nowner = \"acme\"\n\
-         token_env = \"RUSTBERG_TEST_UNSET_TOKEN\"\n",
+         token_env = \"RUSTBERG_TEST_UNSET_TOKEN\"\n\
+         [events.webhook.hook]\nurl = \"http://127.0.0.1:9/hook\"\nsecret = \"whsec_dG9vIHNob3J0\"\n",
         greedy.display()
     ));
     assert_eq!(code, 1, "{out}");
@@ -119,6 +120,7 @@ fn check_config_finds_what_serve_would_refuse_without_serving() {
         "mount `far`: catalog_url: cannot connect",
         "mount `lost`: catalog_url: the folder of",
         "mount `partner`: auth: token_env RUSTBERG_TEST_UNSET_TOKEN is not set",
+        "events.webhook.hook.secret: a webhook secret needs at least 24 bytes, this one has 9",
     ] {
         assert!(out.contains(expected), "{expected}:\n{out}");
     }

@@ -52,6 +52,7 @@ pub async fn check(path: &Path) -> Vec<String> {
     let backend = config.storage.root_backend();
     let granted = Granted { kv: true, http: false, tcp: false };
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
+    problems.extend(crate::events::sinks::Sink::configured(&config.events).err());
 
     for (name, mount) in &config.mounts {
         let mut found = vec![];

@@ -282,7 +282,7 @@ fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
 /// Runs the server until SIGTERM or SIGINT, then lets the requests in flight finish
 /// (for at most `server.shutdown_grace_secs`) and returns.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let sinks = event_sinks(&config).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    let sinks = Sink::configured(&config.events).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     let state = Arc::new(build(&config).await?);
     let retention = std::time::Duration::from_secs(config.events.retention_hours * 3600);
     tokio::spawn(crate::events::relay::run(state.events.clone(), retention));
@@ -333,15 +333,6 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     }
     println!("rustberg: stopped");
     Ok(())
-}
-
-/// The sinks `[events]` names, each checked.
-pub fn event_sinks(config: &Config) -> Result<Vec<Sink>, String> {
-    let events = &config.events;
-    let webhooks = events.webhooks.iter().map(|(name, webhook)| Sink::webhook(name, &webhook.url, &webhook.secret));
-    let nats =
-        events.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
-    webhooks.chain(nats).collect()
 }
 
 /// Resolves on SIGTERM or SIGINT, saying which.

@@ -46,6 +46,13 @@ impl Sink {
         Ok(Sink { name: format!("webhook.{name}"), kind })
     }
 
+    /// The sinks `[events]` names, each checked (a webhook's secret).
+    pub fn configured(config: &crate::config::EventsConfig) -> Result<Vec<Sink>, String> {
+        let webhooks = config.webhooks.iter().map(|(name, webhook)| Sink::webhook(name, &webhook.url, &webhook.secret));
+        let nats = config.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
+        webhooks.chain(nats).collect()
+    }
+
     /// A NATS JetStream sink.
     pub fn nats(name: &str, url: &str, stream: &str, subject_prefix: &str) -> Self {
         Sink { name: format!("nats.{name}"), kind: SinkKind::Nats(Box::new(Nats::new(url, stream, subject_prefix))) }
