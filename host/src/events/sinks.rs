@@ -49,7 +49,8 @@ impl Sink {
     /// The sinks `[events]` names, each checked (a webhook's secret).
     pub fn configured(config: &crate::config::EventsConfig) -> Result<Vec<Sink>, String> {
         let webhooks = config.webhooks.iter().map(|(name, webhook)| Sink::webhook(name, &webhook.url, &webhook.secret));
-        let nats = config.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
+        let nats =
+            config.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
         webhooks.chain(nats).collect()
     }
 
