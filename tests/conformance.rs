@@ -32,12 +32,15 @@ fn spec_operations() -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn every_spec_operation_is_served_and_advertised_or_501_and_absent() {
+    // Not in the spec copy yet (proposals merged or agreed after it): served and
+    // advertised, and tested where they are built (the events endpoint: tests/events.rs).
+    const LATER_THAN_THE_SPEC: &[&str] = &["POST /v1/{prefix}/events"];
     let s = Server::start("");
     let config: Value = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json().await.unwrap();
     let advertised: Vec<String> = serde_json::from_value(config["endpoints"].clone()).unwrap();
     let operations = spec_operations();
     assert!(operations.len() >= 30, "the spec parsed: {operations:?}");
-    for endpoint in &advertised {
+    for endpoint in advertised.iter().filter(|e| !LATER_THAN_THE_SPEC.contains(&e.as_str())) {
         assert!(operations.iter().any(|(m, p)| format!("{m} {p}") == *endpoint), "{endpoint} is not in the spec");
     }
     for (method, template) in &operations {

@@ -413,3 +413,44 @@ async fn nats_restarted_mid_storm_loses_nothing() {
     assert!(subjects.contains("lake.db"), "{subjects:?}");
     eprintln!("{} events through a NATS restart, each once", ids.len());
 }
+
+/// Changes made through a native mount (a redb file of its own) and a read-write rest
+/// mount (another Rustberg) are told, under the mount's name; a change made directly in
+/// the remote catalog is not (this server never sees it).
+#[tokio::test]
+async fn changes_through_every_kind_of_mount_are_told() {
+    let remote = Server::start("");
+    let token = remote.admin_token();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "{}[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{}\"\nowner = \"default\"\ntoken_env = \"PARTNER_TOKEN\"\nread_only = false\n",
+        support::redb_mount("prod", dir.path(), "default"),
+        remote.base
+    );
+    let s = Server::try_start_with_env(&config, &[("PARTNER_TOKEN", &token)]).unwrap_or_else(|out| panic!("{out}"));
+    for mount in ["prod", "partner"] {
+        assert_eq!(s.post("/namespaces", json!({"namespace": [mount, "db"]})).await.0, 200);
+        let (status, table) =
+            s.post(&format!("/namespaces/{mount}%1Fdb/tables"), json!({"name": "t", "schema": schema()})).await;
+        assert_eq!(status, 200, "{table}");
+        let commit = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]});
+        let (status, committed) = s.post(&format!("/namespaces/{mount}%1Fdb/tables/t"), commit).await;
+        assert_eq!(status, 200, "{committed}");
+        assert_eq!(s.delete(&format!("/namespaces/{mount}%1Fdb/tables/t")).await.0, 204);
+    }
+    assert_eq!(remote.post("/namespaces", json!({"namespace": ["direct"]})).await.0, 200);
+
+    let events = events_after(&s, json!({}), 8).await;
+    assert_eq!(events.len(), 8, "{:?}", kinds(&events));
+    for (mount, told) in [("prod", &events[..4]), ("partner", &events[4..])] {
+        assert_eq!(kinds(told), ["create-namespace", "create-table", "update-table", "drop-table"], "{mount}");
+        assert_eq!(told[0]["operation"]["namespace"], json!([mount, "db"]));
+        let update = &told[2]["operation"];
+        assert_eq!(update["identifier"], json!({"namespace": [mount, "db"], "name": "t"}));
+        assert!(update["table-uuid"].as_str().is_some_and(|u| !u.is_empty()), "{mount}: {update}");
+        assert!(update["metadata-location"].as_str().is_some_and(|l| l.ends_with(".metadata.json")), "{update}");
+    }
+    let (by_mount, _) = all_events(&s, json!({"catalog-objects-by-name": [["partner"]]})).await;
+    assert_eq!(by_mount.len(), 4, "a mount's name selects its events");
+    assert!(!events.iter().any(|e| e.to_string().contains("direct")), "a change made at the remote is not told here");
+}

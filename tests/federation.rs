@@ -121,9 +121,9 @@ async fn read_only_mounts_and_capability_intersection() {
     let config = s.client.get(format!("{}/v1/config", s.base)).send().await.unwrap().json::<Value>().await.unwrap();
     let endpoints: BTreeSet<String> = serde_json::from_value(config["endpoints"].clone()).unwrap();
     assert!(!endpoints.is_empty());
-    // Reads, reports, scan planning and signing (GET and HEAD only, for a read-only
-    // mount) change nothing in a catalog.
-    let reads = ["/metrics", "/plan", "/plan/{plan-id}", "/tasks", "/sign"];
+    // Reads, reports, scan planning, signing and the events query (GET and HEAD only,
+    // for a read-only mount) change nothing in a catalog.
+    let reads = ["/metrics", "/plan", "/plan/{plan-id}", "/tasks", "/sign", "/events"];
     for e in &endpoints {
         let read = e.starts_with("GET ") || e.starts_with("HEAD ") || reads.iter().any(|r| e.ends_with(r));
         assert!(read, "mutating endpoint {e}");
