@@ -147,7 +147,16 @@ async fn a_mount_runs_under_its_own_limits_and_starves_no_other() {
     ));
     let stuck = s.post("/namespaces", json!({"namespace": ["slow", "loop"]}));
     let meanwhile = async {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // Once the stuck call holds the mount's one instance (a busy machine may take
+        // longer than a moment to get it there).
+        let busy = "rustberg_pool_busy_instances{mount=\"slow\"} 1";
+        for _ in 0..30 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let metrics = s.client.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
+            if metrics.lines().any(|line| line == busy) {
+                break;
+            }
+        }
         let refused = s.post("/namespaces", json!({"namespace": ["slow", "fine"]})).await;
         let elsewhere = s.post("/namespaces", json!({"namespace": ["served"]})).await;
         (refused, elsewhere)
