@@ -5,7 +5,7 @@
 use crate::events::event::{MetadataChange, TableChange, ViewChange};
 use crate::mounts::Mount;
 use crate::sandbox::bindings::Ident;
-use crate::tables::telling::{identifier, table_change};
+use crate::tables::telling::{identifier, table_change, Uuids};
 
 /// What a remote's LoadTableResult or LoadViewResult says of the object.
 #[derive(serde::Deserialize, Default)]
@@ -16,14 +16,6 @@ struct Answered {
     metadata: Uuids,
 }
 
-#[derive(serde::Deserialize, Default)]
-struct Uuids {
-    #[serde(rename = "table-uuid")]
-    table: Option<String>,
-    #[serde(rename = "view-uuid")]
-    view: Option<String>,
-}
-
 fn answered(answer: &[u8]) -> Answered {
     serde_json::from_slice(answer).unwrap_or_default()
 }
@@ -32,14 +24,14 @@ fn answered(answer: &[u8]) -> Answered {
 /// remote's to know).
 pub fn forwarded_table(mount: &Mount, ident: &Ident, answer: &[u8], updates: Vec<serde_json::Value>) -> TableChange {
     let answered = answered(answer);
-    let uuid = answered.metadata.table.unwrap_or_default();
+    let uuid = answered.metadata.uuid();
     table_change(mount, ident, uuid, None, answered.metadata_location.as_deref(), updates)
 }
 
 /// A forwarded view write, from the remote's answer.
 pub fn forwarded_view(mount: &Mount, ident: &Ident, answer: &[u8], updates: Vec<serde_json::Value>) -> ViewChange {
     let answered = answered(answer);
-    view_change(mount, ident, answered.metadata.view.unwrap_or_default(), None, answered.metadata_location, updates)
+    view_change(mount, ident, answered.metadata.uuid(), None, answered.metadata_location, updates)
 }
 
 /// A view's event body.

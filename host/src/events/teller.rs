@@ -82,11 +82,6 @@ pub struct Teller {
 }
 
 impl Teller {
-    /// A teller that tells nothing (events off, or a change the host makes itself).
-    pub fn silent() -> Self {
-        Events::off().teller(Actor { principal: String::new(), tenant: String::new() }, "")
-    }
-
     /// The store a change's commit must be to for the events to ride it.
     pub fn space(&self) -> Option<&KvStore> {
         self.events.outbox().map(Outbox::space)

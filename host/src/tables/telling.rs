@@ -77,12 +77,21 @@ pub fn uuid_of(pointer: &Pointer) -> String {
 
 /// The uuid table or view metadata JSON names (empty when it names none).
 pub fn uuid_in(json: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Uuids {
-        #[serde(rename = "table-uuid")]
-        table: Option<String>,
-        #[serde(rename = "view-uuid")]
-        view: Option<String>,
+    serde_json::from_slice::<Uuids>(json).map(Uuids::uuid).unwrap_or_default()
+}
+
+/// The uuid fields of table or view metadata (the rest is skipped unread).
+#[derive(serde::Deserialize, Default)]
+pub struct Uuids {
+    #[serde(rename = "table-uuid")]
+    table: Option<String>,
+    #[serde(rename = "view-uuid")]
+    view: Option<String>,
+}
+
+impl Uuids {
+    /// The table's or view's uuid (empty when it names none).
+    pub fn uuid(self) -> String {
+        self.table.or(self.view).unwrap_or_default()
     }
-    serde_json::from_slice::<Uuids>(json).ok().and_then(|u| u.table.or(u.view)).unwrap_or_default()
 }
