@@ -12,6 +12,7 @@ use sqlx::Connection;
 use crate::config::{warehouse_url, CatalogUrl, Config};
 use crate::mounts::{check_name, http_grant, tcp_grant};
 use crate::sandbox::contract::Granted;
+use crate::sandbox::pool::BackendKind;
 use crate::sandbox::{builtin, Runtime};
 
 /// How long reaching a database may take.
@@ -27,9 +28,11 @@ pub async fn check(path: &Path) -> Vec<String> {
         Ok(()) => vec![],
         Err(e) => vec![e.to_string()],
     };
-    let limits: Vec<_> =
-        std::iter::once(config.plugins.clone()).chain(config.mounts.keys().map(|m| config.plugin_limits(m))).collect();
-    let runtime = match Runtime::new(&limits, config.component_cache_dir(), config.component_cache.max_mib << 20) {
+    let runtime = match Runtime::new(
+        &config.all_plugin_limits(),
+        config.component_cache_dir(),
+        config.component_cache.max_mib << 20,
+    ) {
         Ok(runtime) => runtime,
         Err(e) => return [problems, vec![format!("the plugin runtime: {e:#}")]].concat(),
     };
@@ -53,6 +56,7 @@ pub async fn check(path: &Path) -> Vec<String> {
     let granted = Granted { kv: true, http: false, tcp: false };
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
     problems.extend(crate::events::sinks::Sink::configured(&config.events).err());
+    problems.extend(crate::hooks::problems(&config, &runtime).await);
 
     for (name, mount) in &config.mounts {
         let mut found = vec![];
@@ -77,7 +81,7 @@ pub async fn check(path: &Path) -> Vec<String> {
             found.extend(http_grant(mount).err().map(|e| format!("{e:#}")));
         }
         if granted.tcp {
-            found.extend(tcp_grant(name, mount).err().map(|e| format!("{e:#}")));
+            found.extend(tcp_grant(&format!("mount `{name}`"), mount).err().map(|e| format!("{e:#}")));
         }
         found.extend(component(&runtime, &mount.backend, granted).await.err().map(|e| format!("backend: {e}")));
         problems.extend(found.into_iter().map(|e| format!("mount `{name}`: {e}")));
@@ -113,5 +117,5 @@ fn appendable(file: &Path) -> std::io::Result<()> {
 
 /// Compiles a component and checks its imports and exports against what is granted.
 async fn component(runtime: &Runtime, backend: &str, granted: Granted) -> Result<(), String> {
-    runtime.check(builtin::component(backend)?, backend, granted).await.map(drop)
+    runtime.check::<BackendKind>(builtin::component(backend)?, backend, granted).await.map(drop)
 }

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::LazyLock;
 
+use super::pool::{BackendKind, GateKind, Kind, SinkKind};
 use crate::config::MountGrant;
 
 /// The WIT package this host implements, as built into it, and the earlier series it
@@ -190,33 +191,49 @@ pub fn import_verdict(name: &str, granted: Granted) -> Result<&'static str, Stri
     }
 }
 
-/// Checks that the component exports a compatible `backend` interface.
-pub fn export_verdict<'a>(mut exports: impl Iterator<Item = &'a str>) -> Result<Version, String> {
+/// Checks that the component exports a compatible interface of kind `K` (`backend`,
+/// `admission-gate`, `event-sink`), and answers the version it was built against.
+pub fn export_verdict<'a, K: Kind>(mut exports: impl Iterator<Item = &'a str>) -> Result<Version, String> {
     let names: Vec<&str> = exports.by_ref().collect();
-    let backend = format!("{PACKAGE}/backend");
-    match names.iter().find(|name| split(name).0 == backend) {
+    let wanted = format!("{PACKAGE}/{}", K::INTERFACE);
+    match names.iter().find(|name| split(name).0 == wanted) {
         Some(name) => {
             check_version(name, split(name).1)?;
             Ok(split(name).1.and_then(Version::parse).expect("checked above"))
         }
         None => Err(format!(
-            "the component exports no `{backend}`, so it is not a backend (it exports: {})",
+            "the component exports no `{wanted}`, so it is not a {} (it exports: {})",
+            K::NOUN,
             if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
         )),
     }
 }
 
-/// The first problem with a component's imports and exports, if any; else the version
-/// of the contract it was built against.
-pub fn check<'a>(
+/// The kind of component `exports` make: the first of backend, gate and sink whose
+/// interface it exports.
+pub fn kind_of<'a>(exports: impl Iterator<Item = &'a str> + Clone) -> Option<&'static str> {
+    [
+        (BackendKind::INTERFACE, BackendKind::NOUN),
+        (GateKind::INTERFACE, GateKind::NOUN),
+        (SinkKind::INTERFACE, SinkKind::NOUN),
+    ]
+    .into_iter()
+    .find(|(interface, _)| exports.clone().any(|name| split(name).0 == format!("{PACKAGE}/{interface}")))
+    .map(|(_, noun)| noun)
+}
+
+/// The first problem with a component as a `K`, if any: what it exports (whether it is
+/// one at all), then each import; else the version of the contract it was built against.
+pub fn check<'a, K: Kind>(
     imports: impl Iterator<Item = &'a str>,
     exports: impl Iterator<Item = &'a str>,
     granted: Granted,
 ) -> Result<Version, String> {
+    let built = export_verdict::<K>(exports)?;
     for name in imports {
         import_verdict(name, granted)?;
     }
-    export_verdict(exports)
+    Ok(built)
 }
 
 #[cfg(test)]
@@ -278,9 +295,13 @@ mod tests {
 
     #[test]
     fn a_component_without_the_backend_export_is_not_a_backend() {
-        let refused = export_verdict(["wasi:cli/run@0.2.0"].into_iter()).unwrap_err();
+        let refused = export_verdict::<BackendKind>(["wasi:cli/run@0.2.0"].into_iter()).unwrap_err();
         assert!(refused.contains("not a backend") && refused.contains("wasi:cli/run"), "{refused}");
         let ok = format!("{PACKAGE}/backend@{}", *HOST_VERSION);
-        assert_eq!(export_verdict([ok.as_str()].into_iter()).unwrap(), *HOST_VERSION);
+        assert_eq!(export_verdict::<BackendKind>([ok.as_str()].into_iter()).unwrap(), *HOST_VERSION);
+        let gate = format!("{PACKAGE}/admission-gate@{}", *HOST_VERSION);
+        assert!(export_verdict::<BackendKind>([gate.as_str()].into_iter()).unwrap_err().contains("not a backend"));
+        assert_eq!(export_verdict::<GateKind>([gate.as_str()].into_iter()).unwrap(), *HOST_VERSION);
+        assert_eq!(kind_of([gate.as_str()].into_iter()), Some("gate"));
     }
 }

@@ -1,11 +1,13 @@
-//! The sandbox: every backend is a WebAssembly component, run here under the limits
-//! and with the capabilities its mount grants. (The typed calls into it are `backends`.)
+//! The sandbox: every backend, admission gate and plugin sink is a WebAssembly
+//! component, run here under the limits and with the capabilities its configuration
+//! grants. (The typed calls into it are `backends`.)
 //!
 //! - `runtime`: the one Engine, the Linker, the epoch ticker; loading a component.
 //! - `component_cache`: compiled components on disk, shared and size-bounded.
 //! - `contract`: the contract version and the check of a component's imports and
 //!   exports against it and its mount's grants.
-//! - `pool`: per-mount warm instances, call deadlines and memory caps.
+//! - `kinds`: what a backend, a gate and a sink export, found once per component.
+//! - `pool`: per-component warm instances, call deadlines and memory caps.
 //! - `host_state`: the capabilities a backend may import (`kv`, `log`, `clock`, `config`, `http`).
 //! - `attempt`: one attempt at a change, lent to the calls it makes: reads reused, and a
 //!   commit of the host's carried by the backend's own.
@@ -23,6 +25,7 @@ mod guest_output;
 mod host_state;
 pub mod http;
 mod http_credential;
+mod kinds;
 pub mod pool;
 mod runtime;
 pub mod tcp;

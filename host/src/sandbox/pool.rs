@@ -1,4 +1,5 @@
-//! A mount's pool of warm instances, and the limits every call runs under.
+//! A component's pool of warm instances (a mount's backend, a gate, a sink), and the
+//! limits every call runs under.
 //!
 //! A fresh instance costs more than a whole request at our speed goal, so
 //! instances are checked out for one call and returned. Guests keep no state
@@ -11,52 +12,35 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use wasmtime::component::InstancePre;
 use wasmtime::{Store, StoreLimitsBuilder, Trap, UpdateDeadline};
 
 use super::attempt::Attempt;
-use super::bindings::{
-    map_series, optional, v0_1, BackendExport, BackendExportIndices, BackendExportPre, KeyListings, KeyListingsIndices,
-    Placement, PlacementIndices, Series,
-};
 use super::guest_output::own_words;
 use super::host_state::{Capabilities, HostState, MeteredLimits};
+pub use super::kinds::{BackendKind, Exports, GateKind, Kind, SinkKind};
 use super::runtime::{CORE_INSTANCES_PER_COMPONENT, MEMORIES_PER_COMPONENT, TABLES_PER_COMPONENT};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
 use crate::telemetry;
 
-struct Instance {
+struct Instance<K: Kind> {
     store: Store<HostState>,
-    exports: Exports,
+    exports: K::Exports,
     calls: u64,
-}
-
-/// What an instance exports: `backend`, and the optional interfaces it has, in the
-/// series of the contract it was built against.
-pub struct Exports {
-    pub backend: BackendExport,
-    pub placement: Option<Placement>,
-    pub key_listings: Option<KeyListings>,
-    /// Only in the current series (since 0.2.2).
-    pub forwarding: Option<optional::Forwarding>,
 }
 
 /// The boxed future of one export call, borrowing the instance.
 pub type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
 
-/// Warm instances of one mount's component.
-pub struct InstancePool {
-    pre: BackendExportPre<HostState>,
-    backend: BackendExportIndices,
-    /// Where the component exports `placement`, found once.
-    placement: Option<PlacementIndices>,
-    /// Where the component exports `key-listings`, found once.
-    key_listings: Option<KeyListingsIndices>,
-    /// Where the component exports `forwarding`, found once.
-    forwarding: Option<optional::ForwardingIndices>,
+/// Warm instances of one component: a mount's backend, a gate or a sink.
+pub struct InstancePool<K: Kind = BackendKind> {
+    pre: InstancePre<HostState>,
+    /// Where the component's exports are, found once.
+    indices: K::Indices,
     grants: Arc<Capabilities>,
     limits: PluginLimits,
-    idle: Mutex<Vec<Instance>>,
+    idle: Mutex<Vec<Instance<K>>>,
     /// Calls running at once on this mount, at most `pool_size`: one slow or hostile
     /// mount cannot take every instance slot.
     running: tokio::sync::Semaphore,
@@ -76,60 +60,35 @@ pub struct LoadedComponent {
     pub contract: String,
 }
 
-impl InstancePool {
-    pub(super) fn new(
-        pre: BackendExportPre<HostState>,
-        grants: Arc<Capabilities>,
-        limits: PluginLimits,
-        component: LoadedComponent,
-    ) -> wasmtime::Result<Self> {
-        let running = tokio::sync::Semaphore::new(limits.pool_size);
-        let (backend, placement, key_listings, forwarding) = match &pre {
-            Series::V0_1(pre) => (
-                Series::V0_1(v0_1::CatalogHostIndices::new(pre.instance_pre())?),
-                // Absent from components built before 0.1.2, and from most after.
-                v0_1::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
-                // Absent from components built before 0.1.3, and from every one without keys.
-                v0_1::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_1),
-                None,
-            ),
-            Series::V0_2(pre) => (
-                Series::V0_2(super::bindings::CatalogHostIndices::new(pre.instance_pre())?),
-                super::bindings::optional::PlacementIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
-                super::bindings::optional::KeyListingsIndices::new(pre.instance_pre()).ok().map(Series::V0_2),
-                optional::ForwardingIndices::new(pre.instance_pre()).ok(),
-            ),
-        };
-        let idle = Mutex::new(Vec::new());
-        let peak_memory = Default::default();
-        Ok(Self {
-            pre,
-            backend,
-            placement,
-            key_listings,
-            forwarding,
-            grants,
-            limits,
-            idle,
-            running,
-            peak_memory,
-            component,
-        })
-    }
-
+impl InstancePool<BackendKind> {
     /// Whether the component exports `placement` (its store assigns table locations).
     pub fn places_tables(&self) -> bool {
-        self.placement.is_some()
+        self.indices.placement.is_some()
     }
 
     /// Whether the component exports `forwarding` (its remote applies writes itself).
     pub fn forwards(&self) -> bool {
-        self.forwarding.is_some()
+        self.indices.forwarding.is_some()
     }
 
     /// Whether the component exports `key-listings` (the host may scan its keys).
     pub fn lists_keys(&self) -> bool {
-        self.key_listings.is_some()
+        self.indices.key_listings.is_some()
+    }
+}
+
+impl<K: Kind> InstancePool<K> {
+    pub(super) fn new(
+        pre: InstancePre<HostState>,
+        indices: K::Indices,
+        grants: Arc<Capabilities>,
+        limits: PluginLimits,
+        component: LoadedComponent,
+    ) -> Self {
+        let running = tokio::sync::Semaphore::new(limits.pool_size);
+        let idle = Mutex::new(Vec::new());
+        let peak_memory = Default::default();
+        Self { pre, indices, grants, limits, idle, running, peak_memory, component }
     }
 
     /// The largest linear memory any instance was allowed to grow to, in bytes.
@@ -152,7 +111,7 @@ impl InstancePool {
         &self.component
     }
 
-    async fn instantiate(&self) -> wasmtime::Result<Instance> {
+    async fn instantiate(&self) -> wasmtime::Result<Instance<K>> {
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_limit_bytes())
             .instances(CORE_INSTANCES_PER_COMPONENT as usize)
@@ -161,8 +120,7 @@ impl InstancePool {
             .trap_on_grow_failure(true)
             .build();
         let limits = MeteredLimits::new(limits, self.peak_memory.clone());
-        let engine = super::bindings::in_series!(&self.pre, |pre| pre.engine());
-        let mut store = Store::new(engine, HostState::new(self.grants.clone(), limits));
+        let mut store = Store::new(self.pre.engine(), HostState::new(self.grants.clone(), limits));
         store.limiter(|s| &mut s.limits);
         // Yield to tokio on every tick so a long call never starves other requests,
         // and interrupt once the call's budget is spent.
@@ -176,29 +134,17 @@ impl InstancePool {
         // Instantiation runs guest code too: it gets the same budget as a call.
         store.data_mut().deadline = Instant::now() + self.limits.call_timeout();
         store.set_epoch_deadline(1);
-        let instance =
-            super::bindings::in_series!(&self.pre, |pre| pre.instance_pre().instantiate_async(&mut store).await?);
-        let backend = map_series!(&self.backend, |b| b.load(&mut store, &instance)?);
-        let placement = self
-            .placement
-            .as_ref()
-            .map(|p| Ok::<_, wasmtime::Error>(map_series!(p, |p| p.load(&mut store, &instance)?)))
-            .transpose()?;
-        let key_listings = self
-            .key_listings
-            .as_ref()
-            .map(|k| Ok::<_, wasmtime::Error>(map_series!(k, |k| k.load(&mut store, &instance)?)))
-            .transpose()?;
-        let forwarding = self.forwarding.as_ref().map(|f| f.load(&mut store, &instance)).transpose()?;
+        let instance = self.pre.instantiate_async(&mut store).await?;
+        let exports = K::load(&self.indices, &mut store, &instance)?;
         telemetry::instance_created(&self.grants.label);
-        Ok(Instance { store, exports: Exports { backend, placement, key_listings, forwarding }, calls: 0 })
+        Ok(Instance { store, exports, calls: 0 })
     }
 
-    fn checkout(&self) -> Option<Instance> {
+    fn checkout(&self) -> Option<Instance<K>> {
         self.idle.lock().expect("pool lock").pop()
     }
 
-    fn give_back(&self, instance: Instance) {
+    fn give_back(&self, instance: Instance<K>) {
         if instance.calls >= self.limits.recycle_after_calls {
             return telemetry::instance_discarded(&self.grants.label, "recycled");
         }
@@ -225,7 +171,7 @@ impl InstancePool {
     /// exhaustion fails only this call.
     pub async fn call<R, F>(&self, mut attempt: Option<&mut Attempt>, f: F) -> Result<R, BackendError>
     where
-        F: for<'a> FnOnce(&'a mut Store<HostState>, &'a Exports) -> CallFuture<'a, R>,
+        F: for<'a> FnOnce(&'a mut Store<HostState>, &'a K::Exports) -> CallFuture<'a, R>,
     {
         // Excess calls wait briefly (half a call's budget), then give up naming the mount.
         let _slot = match tokio::time::timeout(self.limits.call_timeout() / 2, self.running.acquire()).await {
@@ -233,21 +179,21 @@ impl InstancePool {
             _ => {
                 return Err(self.failure(
                     BackendErrorKind::Unavailable,
-                    format!("the backend is busy: all {} of its call slots stayed taken", self.limits.pool_size),
+                    format!("the {} is busy: all {} of its call slots stayed taken", K::NOUN, self.limits.pool_size),
                 ))
             }
         };
         let mut instance = match self.checkout() {
             Some(instance) => instance,
             None => self.instantiate().await.map_err(|e| {
-                self.failure(BackendErrorKind::Internal, format!("could not instantiate the backend: {e:#}"))
+                self.failure(BackendErrorKind::Internal, format!("could not instantiate the {}: {e:#}", K::NOUN))
             })?,
         };
         let budget = self.limits.call_timeout();
         instance.store.data_mut().deadline = Instant::now() + budget;
         instance.store.set_epoch_deadline(1);
         instance.calls += 1;
-        let swap_attempt = |instance: &mut Instance, attempt: &mut Option<&mut Attempt>| {
+        let swap_attempt = |instance: &mut Instance<K>, attempt: &mut Option<&mut Attempt>| {
             if let Some(attempt) = attempt {
                 std::mem::swap(&mut instance.store.data_mut().attempt, *attempt);
             }
@@ -278,7 +224,8 @@ impl InstancePool {
             Err(_) => Err(self.failure(
                 BackendErrorKind::Unavailable,
                 format!(
-                    "the backend did not answer within {} ms: what it waited on did not answer",
+                    "the {} did not answer within {} ms: what it waited on did not answer",
+                    K::NOUN,
                     budget.as_millis()
                 ),
             )),
@@ -296,17 +243,17 @@ impl InstancePool {
         if let Some(Trap::Interrupt) = e.downcast_ref::<Trap>() {
             return self.failure(
                 BackendErrorKind::TimedOut,
-                format!("the backend exceeded its time limit of {} ms", self.limits.call_timeout_ms),
+                format!("the {} exceeded its time limit of {} ms", K::NOUN, self.limits.call_timeout_ms),
             );
         }
         if text.contains("forcing trap when growing memory") {
             return self.failure(
                 BackendErrorKind::OutOfMemory,
-                format!("the backend ran out of memory (limit {} MiB)", self.limits.memory_limit_mib),
+                format!("the {} ran out of memory (limit {} MiB)", K::NOUN, self.limits.memory_limit_mib),
             );
         }
-        tracing::warn!(mount = %self.grants.label, guest = printed.trim(), trap = %text, "the backend trapped");
+        tracing::warn!(mount = %self.grants.label, guest = printed.trim(), trap = %text, "the component trapped");
         let said = own_words(printed).unwrap_or_else(|| e.root_cause().to_string());
-        self.failure(BackendErrorKind::Trapped, format!("the backend trapped: {said}"))
+        self.failure(BackendErrorKind::Trapped, format!("the {} trapped: {said}", K::NOUN))
     }
 }

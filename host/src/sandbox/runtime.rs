@@ -8,12 +8,12 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{v0_1, BackendExportPre, CatalogHost, CatalogHostPre, Series};
+use super::bindings::{v0_1, CatalogHost};
 use super::builtin::Wasm;
 use super::component_cache::ComponentCache;
 use super::contract::{self, Granted};
 use super::host_state::{Capabilities, HostState};
-use super::pool::InstancePool;
+use super::pool::{InstancePool, Kind};
 use super::{BackendError, BackendErrorKind};
 use crate::config::PluginLimits;
 
@@ -112,7 +112,7 @@ impl Runtime {
     /// Compiles (or loads from the cache) a component and checks its imports and exports
     /// against the contract and what is granted: what `load` checks, without loading.
     /// Answers the series it was built against too.
-    pub async fn check(
+    pub async fn check<K: Kind>(
         &self,
         wasm: Wasm,
         label: &str,
@@ -120,34 +120,31 @@ impl Runtime {
     ) -> Result<(Component, contract::Version), String> {
         let component = self.compile(wasm, label).await?;
         let (imports, exports) = self.interface(&component);
-        let built = contract::check(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
+        let built =
+            contract::check::<K>(imports.iter().map(String::as_str), exports.iter().map(String::as_str), granted)?;
         Ok((component, built))
     }
 
-    /// Compiles (or loads from the cache) a component, checks its imports and exports
-    /// against the contract and what the mount grants, and prepares a warm pool for it.
-    pub async fn load(
+    /// Compiles (or loads from the cache) a component of kind `K` (a backend, a gate,
+    /// a sink), checks its imports and exports against the contract and what its
+    /// configuration grants, and prepares a warm pool for it.
+    pub async fn load<K: Kind>(
         &self,
         wasm: Wasm,
         grants: Capabilities,
         limits: PluginLimits,
-    ) -> Result<InstancePool, BackendError> {
+    ) -> Result<InstancePool<K>, BackendError> {
         let label = grants.label.clone();
         let fail = |message: String| BackendError { label: label.clone(), kind: BackendErrorKind::Internal, message };
-        let (component, built) = self.check(wasm.clone(), &label, grants.granted()).await.map_err(fail)?;
+        let (component, built) = self.check::<K>(wasm.clone(), &label, grants.granted()).await.map_err(fail)?;
         let loaded = super::pool::LoadedComponent {
             bytes: wasm.len(),
             sha256: wasm.digest().iter().map(|b| format!("{b:02x}")).collect(),
             contract: built.to_string(),
         };
-
         let pre = self.linker.instantiate_pre(&component).map_err(|e| fail(format!("linking the component: {e:#}")))?;
-        let not_a_backend = |e: wasmtime::Error| fail(format!("the component is not a backend: {e:#}"));
-        let pre: BackendExportPre<HostState> = match built.series() {
-            (0, 1) => Series::V0_1(v0_1::CatalogHostPre::new(pre).map_err(not_a_backend)?),
-            _ => Series::V0_2(CatalogHostPre::new(pre).map_err(not_a_backend)?),
-        };
-        InstancePool::new(pre, Arc::new(grants), limits, loaded)
-            .map_err(|e| fail(format!("the component is not a backend: {e:#}")))
+        let indices =
+            K::find(&pre, built.series()).map_err(|e| fail(format!("the component is not a {}: {e:#}", K::NOUN)))?;
+        Ok(InstancePool::new(pre, indices, Arc::new(grants), limits, loaded))
     }
 }

@@ -36,6 +36,22 @@ pub mod optional {
     pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
 }
 
+/// The exports of the components that are not backends (since 0.2.3): an admission
+/// gate's and an event sink's.
+pub mod hooks {
+    wasmtime::component::bindgen!({
+        world: "hook-exports",
+        path: "../wit",
+        exports: { default: async },
+        with: { "rustberg:catalog/types": super::rustberg::catalog::types },
+    });
+
+    pub use exports::rustberg::catalog::admission_gate::{
+        Guest as Gate, GuestIndices as GateIndices, Proposal, Verdict,
+    };
+    pub use exports::rustberg::catalog::event_sink::{Guest as Sink, GuestIndices as SinkIndices};
+}
+
 /// Something a component has in the series it was built against.
 pub enum Series<Old, Current> {
     V0_1(Old),
