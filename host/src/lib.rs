@@ -14,6 +14,7 @@ pub mod config;
 pub mod endpoints;
 pub mod error;
 pub mod events;
+pub mod hooks;
 pub mod logs;
 pub mod mounts;
 pub mod namespaces;

@@ -17,6 +17,7 @@ use crate::config::CatalogUrl;
 use crate::config::Config;
 use crate::events::sinks::Sink;
 use crate::events::{Events, Outbox};
+use crate::hooks::Gates;
 use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::sandbox::bindings::Features;
@@ -138,6 +139,12 @@ pub async fn reset_admin_credential(config: &Config) -> anyhow::Result<(String, 
 
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
+    Ok(build_with_plugin_sinks(config).await?.0)
+}
+
+/// Builds the application state, and the sinks written as components (they run on the
+/// state's plugin runtime).
+async fn build_with_plugin_sinks(config: &Config) -> anyhow::Result<(AppState, Vec<Sink>)> {
     config.check().map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     crate::telemetry::install();
     let data_dir = config.data_dir();
@@ -166,10 +173,9 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
             );
         }
     }
-    let all_limits: Vec<_> =
-        std::iter::once(config.plugins.clone()).chain(config.mounts.keys().map(|m| config.plugin_limits(m))).collect();
-    let runtime = Runtime::new(&all_limits, config.component_cache_dir(), config.component_cache.max_mib << 20)
-        .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
+    let runtime =
+        Runtime::new(&config.all_plugin_limits(), config.component_cache_dir(), config.component_cache.max_mib << 20)
+            .map_err(|e| anyhow::anyhow!("starting the plugin runtime: {e:#}"))?;
 
     let grants = Capabilities {
         label: "root catalog".into(),
@@ -195,6 +201,11 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     };
 
     let mut named = open_mounts(config, &runtime, &index).await?;
+    let gates = Gates::open(config, &runtime).await.context("refusing to start")?;
+    if !gates.is_empty() {
+        println!("rustberg: {} admission gate(s)", gates.count());
+    }
+    let plugin_sinks = crate::hooks::sink::configured(config, &runtime).await.context("refusing to start")?;
     refuse_shadowing(&root, named.keys()).await?;
     exclude_nested_warehouses(std::iter::once(&mut root).chain(named.values_mut()));
     let mounts = Mounts::new(root, named);
@@ -230,7 +241,7 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     if settled + left > 0 {
         println!("rustberg: start-up repair settled {settled} interrupted change(s); {left} left (see the log)");
     }
-    Ok(AppState {
+    let state = AppState {
         mounts,
         tokens,
         endpoints,
@@ -242,13 +253,15 @@ pub async fn build(config: &Config) -> anyhow::Result<AppState> {
         vendor,
         request_ids: RequestIds::new(),
         events,
+        gates,
         public_url: config.server.public_url.as_deref().map(Arc::from),
         console_oidc: config
             .auth
             .oidc
             .as_ref()
             .and_then(|oidc| Some((oidc.issuer.clone(), oidc.console_client_id.clone()?))),
-    })
+    };
+    Ok((state, plugin_sinks))
 }
 
 /// Keeps each warehouse from reaching into the warehouses of other mounts nested in it.
@@ -282,8 +295,10 @@ fn advertised_endpoints(mounts: &[&Mount]) -> Vec<String> {
 /// Runs the server until SIGTERM or SIGINT, then lets the requests in flight finish
 /// (for at most `server.shutdown_grace_secs`) and returns.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let sinks = Sink::configured(&config.events).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
-    let state = Arc::new(build(&config).await?);
+    let mut sinks = Sink::configured(&config.events).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
+    let (state, plugin_sinks) = build_with_plugin_sinks(&config).await?;
+    let state = Arc::new(state);
+    sinks.extend(plugin_sinks);
     let retention = std::time::Duration::from_secs(config.events.retention_hours * 3600);
     tokio::spawn(crate::events::relay::run(state.events.clone(), retention));
     let source = config.events.source.clone().or(config.server.public_url.clone()).unwrap_or("rustberg".into());

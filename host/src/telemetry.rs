@@ -220,6 +220,11 @@ pub fn events_logged(count: usize) {
     counter!("rustberg_events_logged_total").increment(count as u64);
 }
 
+/// A change a gate refused (or failed on, which refuses).
+pub fn gate_refusal(gate: &str) {
+    counter!("rustberg_gate_refusals_total", "gate" => gate.to_string()).increment(1);
+}
+
 /// An attempt to deliver events to a sink, by its outcome (`delivered`, `failed`,
 /// `dead_lettered`).
 pub fn event_delivery(sink: &str, outcome: &'static str, count: usize) {

@@ -35,6 +35,14 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/events/dead-letters", get(super::events::dead_letters))
 }
 
+/// Tells a change of the directory or the grants (the spec has no operation for them: a
+/// custom one, `x-…`, which only server admins read), once it was made.
+async fn tell(state: &super::AppState, caller: &Caller, custom_type: &str, details: serde_json::Value) {
+    let details = details.as_object().cloned().unwrap_or_default().into_iter().collect();
+    let operation = crate::events::Operation::Custom { custom_type: custom_type.to_string(), details };
+    state.teller(caller).tell(vec![operation]).await;
+}
+
 fn check_name(what: &str, name: &str) -> Result<(), Error> {
     if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/' || c == ':') {
         return Err(Error::BadRequest(format!("invalid {what} name {name:?}")));
@@ -75,6 +83,7 @@ async fn create_tenant(
     state.authz.access(&caller).await?.require_server_admin(&format!("create tenant {}", req.name))?;
     check_name("tenant", &req.name)?;
     state.auth.directory.add_tenant(&req.name).await?;
+    tell(&state, &caller, "x-tenant-created", json!({ "tenant": req.name })).await;
     Ok((StatusCode::CREATED, axum::Json(json!({ "name": req.name }))))
 }
 
@@ -92,6 +101,7 @@ async fn delete_tenant(
     if !state.authz.remove_grantee(&Grantee::Tenant(name.clone()), removal).await? {
         return Err(Error::NotFound(format!("tenant {name} does not exist")));
     }
+    tell(&state, &caller, "x-tenant-deleted", json!({ "tenant": name })).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -178,6 +188,7 @@ async fn create_principal(
     };
     state.auth.directory.add_principal(&principal).await?;
     let mut body = public(&principal, false);
+    tell(&state, &caller, "x-principal-created", json!({ "principal": body })).await;
     let Some(secret) = secret else {
         return Ok((StatusCode::CREATED, axum::Json(body)).into_response());
     };
@@ -210,6 +221,7 @@ async fn delete_principal(
     if !state.authz.remove_grantee(&grantee, directory.principal_removal(&principal)).await? {
         return Err(Error::NotFound(format!("principal {name} does not exist")));
     }
+    tell(&state, &caller, "x-principal-deleted", json!({ "principal": public(&principal, false) })).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -271,6 +283,7 @@ async fn create_grant(
         _ => return Err(Error::BadRequest("grant to exactly one of principal or tenant".into())),
     };
     let grant = state.authz.add_grant(resource, req.privilege, grantee).await?;
+    tell(&state, &caller, "x-grant-created", json!({ "grant": grant })).await;
     Ok((StatusCode::CREATED, axum::Json(grant)))
 }
 
@@ -295,6 +308,7 @@ async fn revoke_grant(
     let grant = state.authz.grant(&id).await?.ok_or_else(missing)?;
     state.authz.access(&caller).await?.require(&grant.resource, Privilege::Manage, missing)?;
     state.authz.revoke(&id).await?;
+    tell(&state, &caller, "x-grant-revoked", json!({ "grant": grant })).await;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -14,6 +14,7 @@ use crate::backends::Listing;
 use crate::error::Error;
 use crate::events::event::{Identifier, Renamed};
 use crate::events::Operation;
+use crate::hooks::Proposed;
 use crate::mounts::Mount;
 use crate::paging::{self, Batch, Entry, PageAsk};
 use crate::recovery;
@@ -243,6 +244,20 @@ pub async fn rename(
     mount.check_writable()?;
     let local_source = Ident { namespace: from_local.to_vec(), name: source.name.clone() };
     let local_destination = Ident { namespace: to_local.to_vec(), name: destination.name.clone() };
+    let operation = match kind {
+        Kind::Table => "rename-table",
+        Kind::View => "rename-view",
+    };
+    if !state.gates.is_empty() {
+        let asked = serde_json::json!({
+            "source": { "namespace": source.namespace, "name": source.name },
+            "destination": { "namespace": destination.namespace, "name": destination.name },
+        });
+        let asked = asked.to_string();
+        let proposed = Proposed::of(operation, &local_source.namespace, &local_source.name);
+        let proposed = proposed.with_request(asked.as_bytes());
+        state.admit(&teller, mount, proposed).await?;
+    }
     let renamed = async {
         if mount.backend.forwards() {
             let body = serde_json::json!({

@@ -67,6 +67,8 @@ pub struct AppState {
     pub request_ids: RequestIds,
     /// The outbox every change's event goes to (off: `[events] enabled = false`).
     pub events: crate::events::Events,
+    /// `[gates.<name>]`: asked about every change before it is made.
+    pub gates: crate::hooks::Gates,
     /// `[server] public_url`: where clients are told to send signing requests.
     pub public_url: Option<Arc<str>>,
     /// Where the web console signs in with OpenID Connect: the issuer and the console's
@@ -80,6 +82,17 @@ impl AppState {
         let principal = if caller.id.is_empty() { &caller.name } else { &caller.id };
         let actor = crate::events::Actor { principal: principal.clone(), tenant: caller.tenant.clone() };
         self.events.teller(actor, caller.request.request_id.to_str().unwrap_or_default())
+    }
+
+    /// Puts a change about to be made in `mount` by the request `teller` tells of to the
+    /// gates: a 403 naming the gate that refuses it.
+    pub async fn admit(
+        &self,
+        teller: &crate::events::Teller,
+        mount: &crate::mounts::Mount,
+        proposed: crate::hooks::Proposed<'_>,
+    ) -> Result<(), crate::error::Error> {
+        self.gates.admit(teller, mount.name.as_deref(), proposed).await
     }
 }
 

@@ -18,6 +18,7 @@ use crate::authz::{Access, Resource};
 use crate::backends::Listing;
 use crate::error::Error;
 use crate::events::Operation;
+use crate::hooks::Proposed;
 use crate::mounts::Mount;
 use crate::namespaces::{self, Routed};
 use crate::paging::{self, Batch, Entry, PageAsk};
@@ -196,6 +197,8 @@ pub async fn create(
         )?;
     }
     let (mount, local) = state.mounts.route(&ns);
+    let proposed = Proposed::of("create-namespace", local, "").with_properties(&req.properties);
+    state.admit(&teller, mount, proposed.with_request(&raw)).await?;
     if mount.backend.forwards() && !local.is_empty() {
         if let Some(location) = req.properties.get("location") {
             forwarded::check_location(&state.mounts, mount, location, "the namespace location")?;
@@ -254,6 +257,7 @@ pub async fn drop(
         no_such_namespace(&ns),
     )?;
     let (mount, local) = state.mounts.route(&ns);
+    state.admit(&teller, mount, Proposed::of("drop-namespace", local, "")).await?;
     if mount.backend.forwards() && !local.is_empty() {
         let write = Request::new(Endpoint::DropNamespace, Default::default()).in_namespace(local);
         forwarded::drop(&state, mount, &headers, write, resource).await?;
@@ -282,6 +286,8 @@ pub async fn update_properties(
         no_such_namespace(&ns),
     )?;
     let (mount, local) = state.mounts.route(&ns);
+    let proposed = Proposed::of("update-namespace-properties", local, "").with_properties(&req.updates);
+    state.admit(&teller, mount, proposed.with_request(&raw_body)).await?;
     if mount.backend.forwards() && !local.is_empty() {
         if let Some(location) = req.updates.get("location") {
             forwarded::check_location(&state.mounts, mount, location, "the namespace location")?;

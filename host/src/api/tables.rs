@@ -26,6 +26,7 @@ use crate::authz::{Effect, Resource};
 use crate::error::Error;
 use crate::events::event::TableChange;
 use crate::events::Operation;
+use crate::hooks::Proposed;
 use crate::recovery;
 use crate::sandbox::bindings::Ident;
 use crate::storage::location::Location;
@@ -56,6 +57,8 @@ pub async fn create(
     let ns = parse_namespace(&raw)?;
     let teller = state.teller(&caller);
     let (mount, local, access) = members::resolve_namespace(&state, caller, &ns).await?;
+    let proposed = Proposed::of("create-table", &local, &req.name).with_properties(&req.properties);
+    state.admit(&teller, mount, proposed.with_request(&raw_body)).await?;
     if mount.backend.forwards() {
         if let Some(location) = &req.location {
             forwarded::check_location(&state.mounts, mount, location, "the table location")?;
@@ -302,6 +305,8 @@ pub async fn commit(
     let teller = state.teller(&caller);
     let Resolved { mount, ident, .. } =
         members::resolve_parsed(&state, caller, ns, name, Endpoint::UpdateTable, Kind::Table).await?;
+    let proposed = Proposed::of("update-table", &ident.namespace, &ident.name).with_request(&raw_body);
+    state.admit(&teller, mount, proposed).await?;
     if mount.backend.forwards() {
         check_new_locations(&state, mount, &req.updates)?;
         let mut body = forwarded::parse(&raw_body)?;
@@ -335,6 +340,8 @@ pub async fn drop(
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropTable, Kind::Table).await?;
     let resource = resolved.resource(Kind::Table);
     let (mount, ident) = (resolved.mount, &resolved.ident);
+    let proposed = Proposed::of("drop-table", &ident.namespace, &ident.name).purging(q.purge());
+    state.admit(&teller, mount, proposed).await?;
     if mount.backend.forwards() {
         // The remote purges its own files, if asked to.
         let mut write = Request::new(Endpoint::DropTable, Default::default()).in_namespace(&ident.namespace);
@@ -382,6 +389,8 @@ pub async fn unregister(
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::UnregisterTable, Kind::Table).await?;
     let mount = resolved.mount;
     mount.require_endpoint(Endpoint::UnregisterTable, Some("its store deletes a table's files with the table"))?;
+    let proposed = Proposed::of("drop-table", &resolved.ident.namespace, &resolved.ident.name).purging(false);
+    state.admit(&teller, mount, proposed).await?;
     if mount.backend.forwards() {
         let ident = &resolved.ident;
         let write = Request::new(Endpoint::UnregisterTable, Default::default()).in_namespace(&ident.namespace);
@@ -420,6 +429,7 @@ pub async fn register(
     let ns = parse_namespace(&raw)?;
     let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    state.admit(&teller, mount, Proposed::of("register-table", &local, &req.name).with_request(&raw_body)).await?;
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
         let write = Request::new(Endpoint::RegisterTable, raw_body).in_namespace(&local);
@@ -518,6 +528,15 @@ pub async fn commit_transaction(
         changes.push(tables::TableChange { ident, requirements: change.requirements, updates: change.updates });
     }
     let mount = mount.expect("at least one change");
+    // Each table's change is proposed apart, with its own part of the request.
+    if !state.gates.is_empty() {
+        let bodies = forwarded::parse(&raw_body)?;
+        for (i, change) in changes.iter().enumerate() {
+            let body = bodies.pointer(&format!("/table-changes/{i}")).map(|b| b.to_string()).unwrap_or_default();
+            let proposed = Proposed::of("update-table", &change.ident.namespace, &change.ident.name);
+            state.admit(&teller, mount, proposed.with_request(body.as_bytes())).await?;
+        }
+    }
     if mount.backend.forwards() {
         for change in &changes {
             check_new_locations(&state, mount, &change.updates)?;

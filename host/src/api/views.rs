@@ -21,6 +21,7 @@ use crate::auth::Caller;
 use crate::authz::Effect;
 use crate::error::Error;
 use crate::events::Operation;
+use crate::hooks::Proposed;
 use crate::recovery;
 use crate::sandbox::bindings::Ident;
 use crate::tables;
@@ -100,6 +101,8 @@ pub async fn create(
     let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
+    let proposed = Proposed::of("create-view", &ident.namespace, &ident.name).with_properties(&req.properties);
+    state.admit(&teller, mount, proposed.with_request(&raw_body)).await?;
     if mount.backend.forwards() {
         if let Some(location) = &req.location {
             forwarded::check_location(&state.mounts, mount, location, "the view location")?;
@@ -152,6 +155,8 @@ pub async fn replace(
     let teller = state.teller(&caller);
     let Resolved { mount, ident, .. } =
         members::resolve(&state, caller, &raw, name, Endpoint::ReplaceView, Kind::View).await?;
+    let proposed = Proposed::of("update-view", &ident.namespace, &ident.name).with_request(&raw_body);
+    state.admit(&teller, mount, proposed).await?;
     let updates: Vec<serde_json::Value> = req.updates.iter().filter_map(|u| serde_json::to_value(u).ok()).collect();
     if mount.backend.forwards() {
         for update in &req.updates {
@@ -181,6 +186,7 @@ pub async fn drop(
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::DropView, Kind::View).await?;
     let resource = resolved.resource(Kind::View);
     let (mount, ident) = (resolved.mount, &resolved.ident);
+    state.admit(&teller, mount, Proposed::of("drop-view", &ident.namespace, &ident.name)).await?;
     if mount.backend.forwards() {
         let write = Request::new(Endpoint::DropView, Default::default()).in_namespace(&ident.namespace);
         forwarded::drop(&state, mount, &headers, write.named(&ident.name), resource).await?;
@@ -208,6 +214,8 @@ pub async fn register(
     let teller = state.teller(&caller);
     let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
     let ident = Ident { namespace: local, name: req.name.clone() };
+    let proposed = Proposed::of("create-view", &ident.namespace, &ident.name).with_request(&raw_body);
+    state.admit(&teller, mount, proposed).await?;
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
         let write = Request::new(Endpoint::RegisterView, raw_body).in_namespace(&ident.namespace);

@@ -21,11 +21,22 @@ pub struct EventsConfig {
     pub webhooks: BTreeMap<String, WebhookConfig>,
     /// `[events.nats.<name>]`: NATS JetStream servers each event is published to.
     pub nats: BTreeMap<String, NatsConfig>,
+    /// `[events.plugin.<name>]`: sinks written as components (`event-sink`), handed the
+    /// events in batches.
+    #[serde(rename = "plugin")]
+    pub plugins: BTreeMap<String, super::HookConfig>,
 }
 
 impl Default for EventsConfig {
     fn default() -> Self {
-        Self { enabled: true, retention_hours: 24 * 7, source: None, webhooks: BTreeMap::new(), nats: BTreeMap::new() }
+        Self {
+            enabled: true,
+            retention_hours: 24 * 7,
+            source: None,
+            webhooks: BTreeMap::new(),
+            nats: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+        }
     }
 }
 
@@ -34,7 +45,7 @@ impl EventsConfig {
     /// that is not http(s).
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        let sinks = !self.webhooks.is_empty() || !self.nats.is_empty();
+        let sinks = !self.webhooks.is_empty() || !self.nats.is_empty() || !self.plugins.is_empty();
         if !self.enabled && sinks {
             problems.push("events has sinks but events.enabled is false: nothing would be sent".to_string());
         }

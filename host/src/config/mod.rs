@@ -1,16 +1,19 @@
 //! The configuration file (TOML) and its defaults. Every key is documented in
 //! `docs/configuration.md`. One file per section: `server` (with `[log]`, `[audit]`,
-//! `[component_cache]`), `auth`, `storage`, `mounts`, `events`; this one reads the file and checks
+//! `[component_cache]`), `auth`, `storage`, `mounts`, `events`, `hooks` (gates and plugin
+//! sinks); this one reads the file and checks
 //! that the sections agree.
 
 mod auth;
 mod events;
+mod hooks;
 mod mounts;
 mod server;
 mod storage;
 
 pub use auth::*;
 pub use events::*;
+pub use hooks::*;
 pub use mounts::*;
 pub use server::*;
 pub use storage::*;
@@ -38,6 +41,8 @@ pub struct Config {
     pub mounts: std::collections::BTreeMap<String, MountConfig>,
     /// `[events]`: events of changes, and where they are pushed.
     pub events: EventsConfig,
+    /// `[gates.<name>]`: admission gates, which see every change before it is made.
+    pub gates: std::collections::BTreeMap<String, HookConfig>,
 }
 
 impl Config {
@@ -79,6 +84,16 @@ impl Config {
     }
 
     /// The limits the calls of mount `name` run under.
+    /// The limits of every component the server runs: the root catalog's backend, each
+    /// mount's, each gate's and each plugin sink's (the runtime's pool is sized by them).
+    pub fn all_plugin_limits(&self) -> Vec<PluginLimits> {
+        let hooks = self.gates.values().chain(self.events.plugins.values()).map(|h| h.plugins.over(&self.plugins));
+        std::iter::once(self.plugins.clone())
+            .chain(self.mounts.keys().map(|m| self.plugin_limits(m)))
+            .chain(hooks)
+            .collect()
+    }
+
     pub fn plugin_limits(&self, name: &str) -> PluginLimits {
         match self.mounts.get(name) {
             Some(mount) => mount.plugins.over(&self.plugins),
@@ -164,6 +179,12 @@ impl Config {
             }
         }
         problems.extend(self.events.problems());
+        for (name, gate) in &self.gates {
+            problems.extend(gate.problems(&format!("gates.{name}"), &self.plugins));
+        }
+        for (name, sink) in &self.events.plugins {
+            problems.extend(sink.problems(&format!("events.plugin.{name}"), &self.plugins));
+        }
         if problems.is_empty() {
             Ok(())
         } else {

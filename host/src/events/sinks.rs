@@ -1,6 +1,8 @@
 //! Pushing the log to sinks: each sink reads the log from its cursor (kept in the
-//! outbox's store, so a restart resumes where the last delivery ended) and delivers one
-//! event at a time, in order, retrying with backoff. An event still undeliverable once
+//! outbox's store, so a restart resumes where the last delivery ended) and delivers a
+//! batch at a time, in order (a webhook and NATS one event after another, a plugin sink
+//! the batch in one call), moving its cursor once per batch and retrying what failed
+//! with backoff. An event still undeliverable once
 //! it is older than the retention is set aside as a dead letter, which the management
 //! API lists, and the sink goes on. Hosts sharing a database share each sink's cursor:
 //! an event is delivered at least once, and a receiver deduplicates by its id.
@@ -35,6 +37,17 @@ pub struct Sink {
 enum SinkKind {
     Webhook { url: String, secret: WebhookSecret, client: reqwest::Client },
     Nats(Box<Nats>),
+    Plugin(Box<dyn Deliver>),
+}
+
+/// A sink written as a component (`[events.plugin.<name>]`), which takes a batch of
+/// CloudEvents JSON documents in one call. Its pool lives in the sandbox, above this
+/// room: `hooks::sink` gives it this shape.
+pub trait Deliver: Send + Sync {
+    fn deliver(
+        &self,
+        events: Vec<String>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>>;
 }
 
 impl Sink {
@@ -59,14 +72,37 @@ impl Sink {
         Sink { name: format!("nats.{name}"), kind: SinkKind::Nats(Box::new(Nats::new(url, stream, subject_prefix))) }
     }
 
-    /// `webhook.<name>` or `nats.<name>`, as configured.
+    /// A sink written as a component.
+    pub fn plugin(name: &str, component: Box<dyn Deliver>) -> Self {
+        Sink { name: format!("plugin.{name}"), kind: SinkKind::Plugin(component) }
+    }
+
+    /// `webhook.<name>`, `nats.<name>` or `plugin.<name>`, as configured.
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Delivers one event, as CloudEvents 1.0 JSON.
-    async fn deliver(&self, event: &Event, source: &str) -> Result<(), String> {
-        let body = serde_json::to_vec(&event.cloud_event(source)).expect("JSON");
+    /// Delivers `events` in order, as CloudEvents 1.0 JSON: how many were delivered
+    /// before the first failure, and that failure.
+    async fn deliver(&self, events: &[Event], source: &str) -> (usize, Option<String>) {
+        let body = |event: &Event| serde_json::to_vec(&event.cloud_event(source)).expect("JSON");
+        if let SinkKind::Plugin(component) = &self.kind {
+            let batch = events.iter().map(|e| String::from_utf8(body(e)).expect("JSON is UTF-8")).collect();
+            return match component.deliver(batch).await {
+                Ok(()) => (events.len(), None),
+                Err(e) => (0, Some(e)),
+            };
+        }
+        for (done, event) in events.iter().enumerate() {
+            if let Err(e) = self.deliver_one(event, body(event)).await {
+                return (done, Some(e));
+            }
+        }
+        (events.len(), None)
+    }
+
+    /// Delivers one event to a webhook or NATS.
+    async fn deliver_one(&self, event: &Event, body: Vec<u8>) -> Result<(), String> {
         match &self.kind {
             SinkKind::Nats(nats) => tokio::time::timeout(DELIVERY_TIMEOUT, nats.deliver(event, body))
                 .await
@@ -83,6 +119,7 @@ impl Sink {
                     false => Err(format!("{url} answered {}", answer.status())),
                 }
             }
+            SinkKind::Plugin(_) => unreachable!("a plugin sink takes its batch in one call"),
         }
     }
 }
@@ -121,8 +158,8 @@ pub async fn run(events: Events, sink: Sink, source: String, retention: Duration
     }
 }
 
-/// Delivers the events after `after`, advancing the cursor past each; how many it
-/// went past. `Conflict`: another host moved the cursor.
+/// Delivers the events after `after`, advancing the cursor past each delivered batch;
+/// how many it went past. `Conflict`: another host moved the cursor.
 async fn deliver_from(
     outbox: &Outbox,
     sink: &Sink,
@@ -133,43 +170,56 @@ async fn deliver_from(
     mut version: Option<u64>,
 ) -> Result<usize, KvError> {
     let batch = outbox.read(after, READ_BATCH).await?;
-    for logged in &batch {
-        let mut wait = FIRST_BACKOFF;
-        let dead = loop {
-            let outcome = match serde_json::from_slice::<Event>(&logged.event) {
-                Ok(event) => sink.deliver(&event, source).await,
-                Err(e) => Err(format!("the logged event is not readable: {e}")),
-            };
-            match outcome {
-                Ok(()) => {
-                    crate::telemetry::event_delivery(sink.name(), "delivered", 1);
-                    break None;
+    // A logged event that does not read is a failure of its own, at its place.
+    let readable: Vec<Result<Event, String>> = batch
+        .iter()
+        .map(|logged| {
+            serde_json::from_slice(&logged.event).map_err(|e| format!("the logged event is not readable: {e}"))
+        })
+        .collect();
+    let (mut at, mut wait) = (0, FIRST_BACKOFF);
+    while at < batch.len() {
+        let events: Vec<Event> = readable[at..].iter().map_while(|e| e.as_ref().ok().cloned()).collect();
+        let (delivered, failure) = match events.is_empty() {
+            true => (0, readable[at].as_ref().err().cloned()),
+            false => match sink.deliver(&events, source).await {
+                (delivered, None) if delivered < readable.len() - at => {
+                    (delivered, readable[at + delivered].as_ref().err().cloned())
                 }
-                Err(e) => {
-                    crate::telemetry::event_delivery(sink.name(), "failed", 1);
-                    let expired = made_at(&logged.event)
-                        .is_none_or(|at| at + (retention.as_millis() as i64) < jiff::Timestamp::now().as_millisecond());
-                    if expired {
-                        break Some(e);
-                    }
-                    tracing::warn!(sink = sink.name(), sequence = logged.sequence, error = %e, "events: delivery failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(MAX_BACKOFF);
-                }
-            }
+                outcome => outcome,
+            },
         };
-        let dead = dead.map(|last_error| {
-            crate::telemetry::event_delivery(sink.name(), "dead_lettered", 1);
-            tracing::error!(sink = sink.name(), sequence = logged.sequence, error = %last_error, "events: an event past its retention was set aside");
-            let letter = DeadLetter {
-                sink: sink.name().to_string(),
-                sequence: logged.sequence,
-                last_error,
-                event: serde_json::from_slice(&logged.event).unwrap_or(serde_json::Value::Null),
-            };
-            Write { key: dead_key(sink.name(), logged.sequence), value: Some(serde_json::to_vec(&letter).expect("JSON")) }
-        });
-        version = Some(cursor.advance(logged.sequence, version, dead).await?);
+        if delivered > 0 {
+            crate::telemetry::event_delivery(sink.name(), "delivered", delivered);
+            version = Some(cursor.advance(batch[at + delivered - 1].sequence, version, None).await?);
+            at += delivered;
+            wait = FIRST_BACKOFF;
+        }
+        let Some(e) = failure else { continue };
+        crate::telemetry::event_delivery(sink.name(), "failed", 1);
+        let logged = &batch[at];
+        let expired = made_at(&logged.event)
+            .is_none_or(|made| made + (retention.as_millis() as i64) < jiff::Timestamp::now().as_millisecond());
+        if !expired {
+            tracing::warn!(sink = sink.name(), sequence = logged.sequence, error = %e, "events: delivery failed; retrying");
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(MAX_BACKOFF);
+            continue;
+        }
+        crate::telemetry::event_delivery(sink.name(), "dead_lettered", 1);
+        tracing::error!(sink = sink.name(), sequence = logged.sequence, error = %e, "events: an event past its retention was set aside");
+        let letter = DeadLetter {
+            sink: sink.name().to_string(),
+            sequence: logged.sequence,
+            last_error: e,
+            event: serde_json::from_slice(&logged.event).unwrap_or(serde_json::Value::Null),
+        };
+        let dead = Write {
+            key: dead_key(sink.name(), logged.sequence),
+            value: Some(serde_json::to_vec(&letter).expect("JSON")),
+        };
+        version = Some(cursor.advance(logged.sequence, version, Some(dead)).await?);
+        at += 1;
     }
     Ok(batch.len())
 }

@@ -82,6 +82,16 @@ pub struct Teller {
 }
 
 impl Teller {
+    /// Who makes the request's changes.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// The request's id.
+    pub fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
     /// The store a change's commit must be to for the events to ride it.
     pub fn space(&self) -> Option<&KvStore> {
         self.events.outbox().map(Outbox::space)

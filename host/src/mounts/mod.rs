@@ -10,7 +10,7 @@ mod open;
 
 use std::collections::BTreeMap;
 
-pub use open::{check_name, http_grant, mount_grants, open_mounts, refuse_shadowing, tcp_grant};
+pub use open::{check_name, component_grants, http_grant, mount_grants, open_mounts, refuse_shadowing, tcp_grant};
 
 use crate::backends::Backend;
 use crate::endpoints::Endpoint;

@@ -99,9 +99,9 @@ pub fn http_grant(mount: &MountConfig) -> anyhow::Result<(HttpGrant, Vec<(String
     Ok((grant, settings))
 }
 
-/// The `tcp` grant of mount `name`: `catalog_url`'s host and port (any scheme, such as
+/// The `tcp` grant of a mount (named `label` in messages): `catalog_url`'s host and port (any scheme, such as
 /// `thrift://`) and `tcp_origins`; and what the backend is told (`address`).
-pub fn tcp_grant(name: &str, mount: &MountConfig) -> anyhow::Result<(TcpGrant, Vec<(String, String)>)> {
+pub fn tcp_grant(label: &str, mount: &MountConfig) -> anyhow::Result<(TcpGrant, Vec<(String, String)>)> {
     let url = url::Url::parse(&mount.catalog_url).map_err(|e| anyhow!("catalog_url {}: {e}", mount.catalog_url))?;
     let (Some(host), Some(port)) = (url.host_str(), url.port()) else {
         bail!("catalog_url {} names no host and port (the mount grants tcp: an address)", mount.catalog_url);
@@ -111,13 +111,19 @@ pub fn tcp_grant(name: &str, mount: &MountConfig) -> anyhow::Result<(TcpGrant, V
     for extra in &mount.tcp_origins {
         origins.push(tcp::parse_origin(extra).map_err(|e| anyhow!("tcp_origins: {e}"))?);
     }
-    Ok((TcpGrant::new(format!("mount `{name}`"), origins), vec![("address".to_string(), address)]))
+    Ok((TcpGrant::new(label.to_string(), origins), vec![("address".to_string(), address)]))
 }
 
 /// What mount `name` grants its component: a key space in the store at `catalog_url`,
 /// requests to its origins, and its settings. `root` is the root catalog's store,
 /// which no mount may share.
 pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) -> anyhow::Result<Capabilities> {
+    component_grants(&format!("mount `{name}`"), mount, root).await
+}
+
+/// What `mount` grants the component that messages call `label` (a mount's, or a gate's
+/// or a sink's written as a mount: [`crate::config::HookConfig::as_mount`]).
+pub async fn component_grants(label: &str, mount: &MountConfig, root: &CatalogUrl) -> anyhow::Result<Capabilities> {
     let granted = mount.grants();
     // The mount's own settings come first: `config.get` finds them before what the
     // host derives from the URL or the backend remembers.
@@ -135,7 +141,7 @@ pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) ->
     };
     let tcp = match granted.contains(&MountGrant::Tcp) {
         true => {
-            let (grant, derived) = tcp_grant(name, mount)?;
+            let (grant, derived) = tcp_grant(label, mount)?;
             settings.extend(derived);
             Some(grant)
         }
@@ -146,7 +152,7 @@ pub async fn mount_grants(name: &str, mount: &MountConfig, root: &CatalogUrl) ->
         false => None,
     };
     Ok(Capabilities {
-        label: format!("mount `{name}`"),
+        label: label.to_string(),
         kv,
         http,
         tcp,
