@@ -36,7 +36,7 @@ enum Command {
     /// Manage the server while it is stopped.
     #[command(subcommand)]
     Admin(AdminCommand),
-    /// Write, inspect and test backend components (see docs/plugins.md).
+    /// Write, inspect and test components: backends, gates, sinks (see docs/plugins.md).
     #[command(subcommand)]
     Plugin(PluginCommand),
 }
@@ -66,14 +66,17 @@ enum PluginCommand {
         #[arg(long, requires = "config")]
         mount: Option<String>,
     },
-    /// Write a ready-to-build backend project into the directory NAME.
+    /// Write a ready-to-build backend, gate or sink project into the directory NAME.
     New {
         name: String,
         #[arg(long, value_enum)]
         lang: rustberg::authoring::scaffold::Lang,
+        /// What the component is: a catalog backend, an admission gate or an event sink.
+        #[arg(long, value_enum, default_value = "backend")]
+        kind: rustberg::authoring::scaffold::Kind,
     },
-    /// Run the backend conformance suite against a component, in-process. Exit status 1
-    /// when a case fails.
+    /// Run the backend conformance suite against a component, in-process, or a gate's
+    /// or a sink's cases. Exit status 1 when a case fails.
     Test {
         /// A `.wasm` component, or a built-in backend's name.
         component: String,
@@ -95,15 +98,20 @@ fn load_config(path: Option<PathBuf>) -> anyhow::Result<Config> {
 }
 
 async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
-    use rustberg::authoring::{check, conformance, scaffold};
+    use rustberg::authoring::{check, conformance, hook_test, scaffold};
     let mut out = std::io::stdout();
     let passed = match command {
         PluginCommand::Check { component, config, mount } => {
             check::check(&component, &load_config(config)?, mount.as_deref(), &mut out).await?
         }
-        PluginCommand::New { name, lang } => {
-            scaffold::new(&name, lang, std::path::Path::new(&name))?;
-            println!("wrote {name}/: build it with {name}/build.sh, then `rustberg plugin test {name}/backend.wasm`");
+        PluginCommand::New { name, lang, kind } => {
+            scaffold::new(&name, kind, lang, std::path::Path::new(&name))?;
+            let built = match kind {
+                scaffold::Kind::Backend => "backend",
+                scaffold::Kind::Gate => "gate",
+                scaffold::Kind::Sink => "sink",
+            };
+            println!("wrote {name}/: build it with {name}/build.sh, then `rustberg plugin test {name}/{built}.wasm`");
             true
         }
         PluginCommand::Test { component, config, mount } => {
@@ -120,7 +128,10 @@ async fn plugin(command: PluginCommand) -> anyhow::Result<()> {
                 None => conformance::Target::EphemeralKv,
             };
             let wasm = rustberg::sandbox::builtin::component(&component).map_err(|e| anyhow::anyhow!(e))?;
-            conformance::run(wasm, target, &config, &mut out).await?
+            match hook_test::run(&wasm, &config, &mut out).await? {
+                Some(passed) => passed,
+                None => conformance::run(wasm, target, &config, &mut out).await?,
+            }
         }
     };
     if !passed {

@@ -7,6 +7,7 @@ use anyhow::anyhow;
 
 use crate::config::Config;
 use crate::sandbox::contract::{self, Granted, HOST_VERSION};
+use crate::sandbox::pool::{BackendKind, GateKind, SinkKind};
 use crate::sandbox::{builtin, Runtime};
 
 /// Prints the report for `component` (a file or a built-in name); with `mount`, judged
@@ -36,7 +37,16 @@ pub async fn check(
 
     let digest: String = wasm.digest().iter().map(|b| format!("{b:02x}")).collect();
     writeln!(out, "component  {component} ({} bytes, sha256 {digest})", wasm.len())?;
-    let built = contract::export_verdict(exports.iter().map(String::as_str));
+    let names = || exports.iter().map(String::as_str);
+    // What it is: a backend, a gate or a sink, by the interface it exports.
+    let kind = contract::kind_of(names());
+    let hook = matches!(kind, Some("gate" | "sink"));
+    let built = match kind {
+        Some("gate") => contract::export_verdict::<GateKind>(names()),
+        Some("sink") => contract::export_verdict::<SinkKind>(names()),
+        _ => contract::export_verdict::<BackendKind>(names()),
+    };
+    writeln!(out, "kind       {}", kind.unwrap_or("none (it exports no backend, admission-gate or event-sink)"))?;
     match &built {
         Ok(version) if version.series() == HOST_VERSION.series() => {
             writeln!(out, "contract   rustberg:catalog@{version} (this host: {}; compatible)", *HOST_VERSION)?
@@ -52,19 +62,33 @@ pub async fn check(
     }
     let imports_interface = |i: &str| imports.iter().any(|n| n.starts_with(&format!("rustberg:catalog/{i}@")));
     let sockets = imports.iter().any(|n| n.starts_with("wasi:sockets/"));
-    let world = match (imports_interface("kv"), imports_interface("http"), sockets) {
-        (true, false, _) => "kv-backend (needs the kv grant)",
-        (false, true, _) => "http-backend (needs the http grant)",
-        (true, true, _) => "catalog-host (needs kv and http, which no mount grants together)",
-        (false, false, true) => "tcp-backend (reaches its store over wasi:sockets: needs the tcp grant)",
-        (false, false, false) => "kv-backend or http-backend (needs neither kv nor http)",
+    let (http, kv) = (imports_interface("http"), imports_interface("kv"));
+    let world = match kind {
+        Some(noun) if hook => match (kv, http, sockets) {
+            (true, _, _) => format!("none: a {noun} imports kv, which is never granted to one"),
+            (false, true, _) => format!("http-{noun} (needs the http grant)"),
+            (false, false, true) => format!("{noun} over wasi:sockets (needs the tcp grant)"),
+            (false, false, false) => format!("{noun} (needs no grant)"),
+        },
+        _ => match (kv, http, sockets) {
+            (true, false, _) => "kv-backend (needs the kv grant)",
+            (false, true, _) => "http-backend (needs the http grant)",
+            (true, true, _) => "catalog-host (needs kv and http, which no mount grants together)",
+            (false, false, true) => "tcp-backend (reaches its store over wasi:sockets: needs the tcp grant)",
+            (false, false, false) => "kv-backend or http-backend (needs neither kv nor http)",
+        }
+        .to_string(),
     };
     writeln!(out, "world      {world}")?;
     if let Some(granted) = granted {
         writeln!(out, "grants     {}", granted.describe())?;
     }
     // Without a mount, judge the contract imports as if everything were granted.
-    let judged_by = granted.unwrap_or(Granted::ALL);
+    // A gate or a sink is never granted a key space.
+    let judged_by = granted.unwrap_or(match hook {
+        true => Granted { kv: false, ..Granted::ALL },
+        false => Granted::ALL,
+    });
     writeln!(out, "imports")?;
     let mut refused = built.is_err();
     for name in &imports {

@@ -1,6 +1,7 @@
 //! `rustberg plugin new`: a ready-to-build backend project in Rust, Python or
-//! JavaScript. The sources are the reference backends themselves (the native one,
-//! and the examples in `plugins/examples/`), with the WIT of this host beside them.
+//! JavaScript, or a gate or sink project in Rust or Python. The sources are the
+//! reference components themselves (the native backend, and the examples in
+//! `plugins/examples/`), with the WIT of this host beside them.
 
 use std::path::Path;
 
@@ -18,10 +19,87 @@ pub enum Lang {
     Js,
 }
 
+/// The kinds of component `plugin new` writes a project for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    Backend,
+    Gate,
+    Sink,
+}
+
 /// A file of a new project: its path, its contents, and whether `{name}`, `{crate}` and
 /// `{version}` in it stand for the project's name, its Rust crate name and the
 /// contract version (sources are copied as they are).
 type File = (&'static str, String, bool);
+
+/// A gate's or a sink's project in `lang`; refused for JavaScript (the examples are in
+/// Rust and Python).
+fn hook_files(kind: Kind, lang: Lang) -> anyhow::Result<Vec<File>> {
+    let readme = include_str!("scaffold_hook_readme.md");
+    let (noun, interface, what, test, config) = match kind {
+        Kind::Gate => (
+            "gate",
+            "admission-gate",
+            "It is asked about every change before it is made, and allows it or refuses it with a reason.",
+            "one change of each kind, each verdict printed",
+            "[gates.{name}]\nplugin = \"/path/to/gate.wasm\"\n\n[gates.{name}.config]\nrequired_property = \"owner\"",
+        ),
+        _ => (
+            "sink",
+            "event-sink",
+            "It is handed the events of committed changes, in batches, in the order they were logged.",
+            "a batch of sample events (its http origin answers nothing here)",
+            "[events.plugin.{name}]\nplugin = \"/path/to/sink.wasm\"\ngrants = [\"http\"]\nurl    = \"https://receiver.example/events\"",
+        ),
+    };
+    let readme = readme
+        .replace("{kind}", noun)
+        .replace("{interface}", interface)
+        .replace("{what}", what)
+        .replace("{test}", test)
+        .replace("{config}", config);
+    let mut files = match (kind, lang) {
+        (Kind::Gate, Lang::Rust) => vec![(
+            "src/lib.rs",
+            include_str!("../../../plugins/examples/gate/src/lib.rs").replace("\"../../../wit\"", "\"wit\""),
+            false,
+        )],
+        (Kind::Sink, Lang::Rust) => vec![(
+            "src/lib.rs",
+            include_str!("../../../plugins/examples/sink/src/lib.rs").replace("\"../../../wit\"", "\"wit\""),
+            false,
+        )],
+        (Kind::Gate, Lang::Python) => vec![
+            ("app.py", include_str!("../../../plugins/examples/python-gate/app.py").to_string(), false),
+            ("build.sh", include_str!("../../../plugins/examples/python-gate/build.sh").to_string(), false),
+        ],
+        (Kind::Sink, Lang::Python) => vec![
+            ("app.py", include_str!("../../../plugins/examples/python-sink/app.py").to_string(), false),
+            ("build.sh", include_str!("../../../plugins/examples/python-sink/build.sh").to_string(), false),
+        ],
+        (_, Lang::Js) => bail!("a {noun} is written in rust or python (the examples are in those two)"),
+        (Kind::Backend, _) => unreachable!("a backend's files are `files`"),
+    };
+    let build = match lang {
+        Lang::Rust => {
+            files.push(("Cargo.toml", RUST_MANIFEST.to_string(), true));
+            files.push(("build.sh", RUST_BUILD.replace("backend.wasm", &format!("{noun}.wasm")), true));
+            HOOK_RUST_README
+        }
+        _ => HOOK_PYTHON_README,
+    };
+    files.push(("README.md", readme.replace("{build}", build), true));
+    files.push(("wit/catalog.wit", WIT.to_string(), false));
+    files.push((".gitignore", format!("target/\n.venv/\n__pycache__/\n{noun}.wasm\n"), false));
+    Ok(files)
+}
+
+const HOOK_RUST_README: &str = "Rust 1.95 or later with the `wasm32-wasip2` target \
+(`rustup target add wasm32-wasip2`) and `wit-bindgen` 0.63. `src/lib.rs` is Rustberg's own example.";
+
+const HOOK_PYTHON_README: &str = "Python 3.11 or later; `build.sh` installs `componentize-py` 0.25.1 \
+into `.venv`. `app.py` is Rustberg's own example; module top-level code runs at build time and \
+must not call host imports. `print` and tracebacks go to the server's log.";
 
 fn files(lang: Lang) -> Vec<File> {
     let readme = include_str!("scaffold_readme.md");
@@ -110,16 +188,21 @@ pinned to 0.25.0 (0.26.1 cannot read the build's own files) and builds with \
 `kv` errors arrive as a `ComponentError` whose `.payload` holds the variant; `u64` is a \
 BigInt and `list<u8>` a Uint8Array.";
 
-/// Writes a new project called `name` into the directory `dir` (which must not exist).
-pub fn new(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<()> {
+/// Writes a new project of `kind` called `name` into the directory `dir` (which must
+/// not exist).
+pub fn new(name: &str, kind: Kind, lang: Lang, dir: &Path) -> anyhow::Result<()> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        bail!("a backend name is letters, digits, '-' and '_', not {name:?}");
+        bail!("a plugin name is letters, digits, '-' and '_', not {name:?}");
     }
+    let files = match kind {
+        Kind::Backend => files(lang),
+        _ => hook_files(kind, lang)?,
+    };
     if dir.exists() {
         bail!("{} already exists", dir.display());
     }
     let crate_name = name.replace('-', "_");
-    for (path, contents, templated) in files(lang) {
+    for (path, contents, templated) in files {
         let target = dir.join(path);
         std::fs::create_dir_all(target.parent().expect("a file in the project"))?;
         let contents = match templated {
