@@ -23,6 +23,9 @@ const COMPONENTS: &[(&str, &str)] = &[
     ("rustberg-plugin-flaky", "flaky.wasm"),
     ("rustberg-plugin-legacy", "legacy.wasm"),
     ("rustberg-plugin-rogue-placer", "rogue-placer.wasm"),
+    ("rustberg-plugin-unruly-gate", "unruly-gate.wasm"),
+    ("rustberg-plugin-example-gate", "example-gate.wasm"),
+    ("rustberg-plugin-example-sink", "example-sink.wasm"),
 ];
 
 fn main() {

@@ -8,8 +8,8 @@
 // Keys: a kind byte, the namespace depth, then the levels (and the member name)
 // joined by a 0 byte; the direct children of a namespace are one sorted range.
 
-import * as kv from "rustberg:catalog/kv@0.2.2";
-import { log } from "rustberg:catalog/log@0.2.2";
+import * as kv from "rustberg:catalog/kv@0.2.3";
+import { log } from "rustberg:catalog/log@0.2.3";
 
 const NAMESPACE = 0x6e, TABLE = 0x74, VIEW = 0x76; // 'n', 't', 'v'
 const RETRIES = 8;
