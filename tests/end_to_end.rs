@@ -16,6 +16,7 @@ mod docs;
 mod durability;
 mod events;
 mod federation;
+mod gates;
 mod glue;
 mod hms;
 mod java_rck;

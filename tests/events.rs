@@ -168,6 +168,52 @@ async fn a_caller_sees_only_the_events_of_what_it_may_read() {
     assert_eq!(kinds(&seen), ["create-table", "create-namespace"]);
 }
 
+/// Tenants, principals and grants changed through the management API are told as custom
+/// events (`x-…`), read by server admins only; a refused change is not told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_of_tenants_principals_and_grants_are_told_to_server_admins() {
+    use reqwest::Method;
+    let s = Server::start(&acme_and_evil_writers());
+    let evil = s.login("evil", "evil-secret");
+    assert_eq!(s.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "initech"}))).await.0, 201);
+    let principal = json!({"name": "milton", "tenant": "initech", "role": "reader"});
+    let (status, created) = s.send(Method::POST, "/management/v1/principals", Some(principal)).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["stapler"]})).await.0, 200);
+    let grant = s.grant(json!({"namespace": ["stapler"], "privilege": "read", "tenant": "initech"})).await;
+    let revoke = format!("/management/v1/grants/{}", grant["id"].as_str().unwrap());
+    assert_eq!(s.send(Method::DELETE, &revoke, None).await.0, 204);
+    // Refused (evil is no admin): not told.
+    let refused = evil.send(Method::POST, "/management/v1/tenants", Some(json!({"name": "evilcorp"}))).await;
+    assert_eq!(refused.0, 403);
+    assert_eq!(s.send(Method::DELETE, "/management/v1/principals/milton", None).await.0, 204);
+    assert_eq!(s.send(Method::DELETE, "/management/v1/tenants/initech", None).await.0, 204);
+
+    let told = events_after(&s, json!({}), 7).await;
+    let custom: Vec<&str> = told.iter().filter_map(|e| e["operation"]["custom-type"].as_str()).collect();
+    assert_eq!(
+        custom,
+        [
+            "x-tenant-created",
+            "x-principal-created",
+            "x-grant-created",
+            "x-grant-revoked",
+            "x-principal-deleted",
+            "x-tenant-deleted"
+        ],
+        "{told:?}"
+    );
+    let principal_event = told.iter().find(|e| e["operation"]["custom-type"] == "x-principal-created").unwrap();
+    assert_eq!(principal_event["operation"]["operation-type"], "custom");
+    assert_eq!(principal_event["operation"]["principal"]["name"], "milton");
+    assert!(principal_event["operation"]["principal"].get("client-secret").is_none(), "no secret in an event");
+    let granted = told.iter().find(|e| e["operation"]["custom-type"] == "x-grant-created").unwrap();
+    assert_eq!(granted["operation"]["grant"]["id"], grant["id"]);
+    // A writer of another tenant reads none of them.
+    let (seen, _) = all_events(&evil, json!({})).await;
+    assert!(seen.iter().all(|e| e["operation"]["operation-type"] != "custom"), "{seen:?}");
+}
+
 const WRITERS: usize = 16;
 
 /// The property key an `update-table` event of the storm set.

@@ -286,3 +286,93 @@ fn a_default_componentize_py_build_loads_with_sockets_that_reach_nothing() {
     assert!(sockets.contains("every address refused (the mount grants no tcp)"), "{report}");
     assert!(report.contains("mount `py` would accept it"), "{report}");
 }
+
+/// A gate's or a sink's component: what `plugin check` says it is, and `plugin test`
+/// asking it what the server would.
+#[test]
+fn gates_and_sinks_are_checked_and_tested_as_what_they_are() {
+    let gate = components_dir().join("example-gate.wasm");
+    let (code, out) = rustberg(&["plugin", "check", path(&gate)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("kind       gate") && out.contains("world      gate (needs no grant)"), "{out}");
+    assert!(out.contains("rustberg:catalog/admission-gate@"), "{out}");
+    let (code, out) = rustberg(&["plugin", "test", path(&gate)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("refused: a table needs the property `owner`"), "the example's rule is applied: {out}");
+    let (code, out) = rustberg(&["plugin", "test", path(&components_dir().join("unruly-gate.wasm"))]);
+    assert_eq!(code, 0, "a gate that allows everything passes: {out}");
+
+    let sink = components_dir().join("example-sink.wasm");
+    let (code, out) = rustberg(&["plugin", "check", path(&sink)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("kind       sink") && out.contains("http-sink (needs the http grant)"), "{out}");
+    let (code, out) = rustberg(&["plugin", "test", path(&sink)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("answered an error, which the server would retry"), "nothing listens here: {out}");
+
+    // A backend is not a gate: a server refuses it as one (tested in gates), and
+    // `plugin check` names what it is.
+    let (code, out) = rustberg(&["plugin", "check", "native"]);
+    assert!(code == 0 && out.contains("kind       backend"), "{out}");
+}
+
+/// `plugin new --kind gate|sink` writes projects from the examples: the Rust gate builds
+/// as it is and passes its test; JavaScript is refused with the languages that work.
+#[test]
+fn a_new_rust_gate_builds_and_passes_its_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = |name: &str, kind: &str, lang: &str| {
+        Command::new(env!("CARGO_BIN_EXE_rustberg"))
+            .args(["plugin", "new", name, "--kind", kind, "--lang", lang])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert!(new("acme-gate", "gate", "rust").status.success());
+    let project = dir.path().join("acme-gate");
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(readme.contains("[gates.acme-gate]") && readme.contains("gate.wasm"), "{readme}");
+    let out = project.join("gate.wasm");
+    build(&project.join("build.sh"), &out, &[("CARGO_TARGET_DIR", &build_dir("scaffold-rust-target"))]);
+    let (code, report) = rustberg(&["plugin", "test", path(&out)]);
+    assert_eq!(code, 0, "{report}");
+
+    for (kind, example) in [("gate", "python-gate"), ("sink", "python-sink")] {
+        let name = format!("py-{kind}");
+        assert!(new(&name, kind, "python").status.success());
+        let written = std::fs::read_to_string(dir.path().join(&name).join("app.py")).unwrap();
+        let reference =
+            std::fs::read_to_string(repo_root().join("plugins/examples").join(example).join("app.py")).unwrap();
+        assert_eq!(written, reference, "{kind}: the project starts from the Python example");
+    }
+    let refused = new("js-gate", "gate", "js");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("rust or python"));
+}
+
+/// The Python examples, built with componentize-py: the gate applies its rule in a real
+/// server (a table without an owner is refused, naming the gate), the sink passes its test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_gate_and_sink_build_and_serve() {
+    let venv = build_dir("python-venv");
+    let gate = build_dir("examples").join("python-gate.wasm");
+    build(&repo_root().join("plugins/examples/python-gate/build.sh"), &gate, &[("PY_VENV", &venv)]);
+    let sink = build_dir("examples").join("python-sink.wasm");
+    build(&repo_root().join("plugins/examples/python-sink/build.sh"), &sink, &[("PY_VENV", &venv)]);
+    let (code, out) = rustberg(&["plugin", "test", path(&gate)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("refused: a table needs the property `owner`"), "{out}");
+    let (code, out) = rustberg(&["plugin", "test", path(&sink)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("answered an error"), "{out}");
+
+    let s = Server::start(&format!("[gates.py]\nplugin = \"{}\"\n", gate.display()));
+    assert_eq!(s.post("/namespaces", serde_json::json!({"namespace": ["ns"]})).await.0, 200);
+    let table = serde_json::json!({"name": "t", "schema": support::schema()});
+    let refused = s.post("/namespaces/ns/tables", table).await;
+    assert_eq!(refused.0, 403, "{}", refused.1);
+    let message = refused.1["error"]["message"].as_str().unwrap();
+    assert!(message.contains("gate `py`") && message.contains("a table needs the property `owner`"), "{message}");
+    let owned = serde_json::json!({"name": "t", "schema": support::schema(), "properties": {"owner": "ana"}});
+    assert_eq!(s.post("/namespaces/ns/tables", owned).await.0, 200);
+}
