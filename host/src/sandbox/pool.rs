@@ -252,7 +252,7 @@ impl<K: Kind> InstancePool<K> {
                 format!("the {} ran out of memory (limit {} MiB)", K::NOUN, self.limits.memory_limit_mib),
             );
         }
-        tracing::warn!(mount = %self.grants.label, guest = printed.trim(), trap = %text, "the component trapped");
+        tracing::warn!(mount = %self.grants.label, guest = printed.trim(), trap = %text, "the {} trapped", K::NOUN);
         let said = own_words(printed).unwrap_or_else(|| e.root_cause().to_string());
         self.failure(BackendErrorKind::Trapped, format!("the {} trapped: {said}", K::NOUN))
     }
