@@ -112,10 +112,7 @@ pub async fn create(
         };
         return Ok(with_secrets(response.into_response(), secrets));
     }
-    let committed = tables::create(mount, &ident, &metadata, &placement).await?;
-    let after = Some(committed.metadata_location.as_str());
-    let created = table_change(mount, &ident, committed.uuid.clone(), None, after, vec![]);
-    teller.tell(vec![Operation::CreateTable(created)]).await;
+    let committed = tables::create(mount, &ident, &metadata, &placement, &teller, vec![]).await?;
     let delegated = delegate().await;
     let secrets = revend(&ns, &ident.name, &placement.location, &delegated);
     let tag = match delegating {
@@ -439,10 +436,7 @@ pub async fn register(
         return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name };
-    let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite).await?;
-    let after = Some(committed.metadata_location.as_str());
-    let registered = table_change(mount, &ident, committed.uuid.clone(), None, after, vec![]);
-    teller.tell(vec![Operation::RegisterTable(registered)]).await;
+    let committed = tables::register(mount, &ident, &req.metadata_location, req.overwrite, &teller).await?;
     let tag = committed_tag(&committed.metadata_location);
     let response = TableResult {
         metadata_location: Some(&committed.metadata_location),

@@ -56,6 +56,16 @@ impl Backend {
         self.commit_transaction_in(&mut Attempt::default(), commits).await
     }
 
+    /// Records a new table, in `attempt` (whose commit may carry the host's).
+    pub async fn create_table_in(
+        &self,
+        attempt: &mut Attempt,
+        table: Ident,
+        pointer: Pointer,
+    ) -> Result<(), BackendError> {
+        call_export!(self, create_table, Some(attempt), call_create_table(&table, &pointer)).await
+    }
+
     /// Compare-and-swap of a table pointer, in `attempt`.
     pub async fn commit_table_in(
         &self,

@@ -49,17 +49,8 @@ pub async fn commit(
     teller: &Teller,
 ) -> Result<Committed, Error> {
     if requirements.iter().any(|r| matches!(r, TableRequirement::NotExist)) {
-        let committed = staged::create_from_updates(mount, ident, requirements, updates).await?;
-        let change = table_change(
-            mount,
-            ident,
-            committed.uuid.clone(),
-            None,
-            Some(&committed.metadata_location),
-            updates_json(updates),
-        );
-        teller.tell(vec![Operation::CreateTable(change)]).await;
-        return Ok(committed);
+        // A staged table's create: its event (`create-table`) rides the create.
+        return staged::create_from_updates(mount, ident, requirements, updates, teller).await;
     }
     let warehouse = mount.warehouse()?;
     let _turn = serial::one_at_a_time(&mount.space, ident).await;

@@ -7,8 +7,11 @@ use iceberg::spec::{FormatVersion, Schema, SortOrder, TableMetadata, TableMetada
 use iceberg::{MetadataLocation, TableCreation};
 
 use super::locations::{self, Placement};
+use super::telling::{table_change, Telling};
 use crate::error::{change_failed, Error, Member};
+use crate::events::{Operation, Teller};
 use crate::mounts::Mount;
+use crate::sandbox::attempt::Attempt;
 use crate::sandbox::bindings::Ident;
 use crate::sandbox::BackendErrorKind;
 use crate::storage::location_index::{ClaimId, ClaimKind};
@@ -67,6 +70,8 @@ pub async fn create(
     ident: &Ident,
     metadata: &TableMetadata,
     placement: &Placement,
+    teller: &Teller,
+    told_updates: Vec<serde_json::Value>,
 ) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
     let claim = match placement.claim(warehouse, ClaimKind::Table, ClaimId::new()).await {
@@ -85,13 +90,20 @@ pub async fn create(
             return Err(e);
         }
     };
-    if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
+    // Its event rides the backend's commit where that goes to the outbox's store.
+    let mut attempt = Attempt::default();
+    let after = Some(committed.metadata_location.as_str());
+    let created = table_change(mount, ident, committed.uuid.clone(), None, after, told_updates);
+    let telling = Telling::ride(teller, &mut attempt, vec![Operation::CreateTable(created)]);
+    let pointer = table_pointer(mount, &committed);
+    if let Err(e) = mount.backend.create_table_in(&mut attempt, ident.clone(), pointer).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, Some(&committed.metadata_location), &claim).await;
             placement.release(mount).await;
         }
         return Err(created_failed(mount, ident, Member::Table, e).await);
     }
+    telling.landed(teller, &attempt).await;
     Ok(committed)
 }
 

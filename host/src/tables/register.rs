@@ -5,9 +5,12 @@ use iceberg::spec::TableMetadata;
 
 use super::held;
 use super::locations::{self, Placement};
+use super::telling::{table_change, Telling};
 use super::{drop_table, load, metadata_json, servable};
 use crate::error::{change_failed, Error, Member};
+use crate::events::{Operation, Teller};
 use crate::mounts::Mount;
+use crate::sandbox::attempt::Attempt;
 use crate::sandbox::bindings::Ident;
 use crate::storage::location_index::{ClaimId, ClaimKind};
 
@@ -23,6 +26,7 @@ pub async fn register(
     ident: &Ident,
     metadata_location: &str,
     overwrite: bool,
+    teller: &Teller,
 ) -> Result<Committed, Error> {
     let warehouse = mount.warehouse()?;
     // A taken name is said as such, before the files (which may be that table's own).
@@ -49,31 +53,37 @@ pub async fn register(
             Err(e) => return Err(e),
         },
     };
+    // Its event rides the backend's commit where that goes to the outbox's store.
+    let mut attempt = Attempt::default();
+    let before = existing.as_ref().map(|e| e.metadata_location.as_str());
+    let after = Some(committed.metadata_location.as_str());
+    let registered = table_change(mount, ident, committed.uuid.clone(), before, after, vec![]);
+    let telling = Telling::ride(teller, &mut attempt, vec![Operation::RegisterTable(registered)]);
     let Some(existing) = existing else {
         let claim =
             Placement { location, chain, reserved: None }.claim(warehouse, ClaimKind::Table, ClaimId::new()).await?;
-        if let Err(e) = mount.backend.create_table(ident.clone(), table_pointer(mount, &committed)).await {
+        let pointer = table_pointer(mount, &committed);
+        if let Err(e) = mount.backend.create_table_in(&mut attempt, ident.clone(), pointer).await {
             if e.kind.did_not_apply() {
                 locations::abandon(warehouse, None, &claim).await;
             }
             return Err(created_failed(mount, ident, Member::Table, e).await);
         }
+        telling.landed(teller, &attempt).await;
         return Ok(committed);
     };
     let current = held::current(mount, &existing).await?;
     let claim =
         locations::claim_move(mount, &ident.namespace, &current.location, &location.to_string(), ClaimKind::Table)
             .await?;
-    if let Err(e) = mount
-        .backend
-        .commit_table(ident.clone(), existing.metadata_location.clone(), table_pointer(mount, &committed))
-        .await
-    {
+    let (expected, pointer) = (existing.metadata_location.clone(), table_pointer(mount, &committed));
+    if let Err(e) = mount.backend.commit_table_in(&mut attempt, ident.clone(), expected, pointer).await {
         if e.kind.did_not_apply() {
             locations::abandon(warehouse, None, &claim).await;
         }
         return Err(change_failed(e, no_such_table(mount, ident)));
     }
+    telling.landed(teller, &attempt).await;
     Ok(committed)
 }
 

@@ -7,6 +7,7 @@ use iceberg::{TableCreation, TableRequirement, TableUpdate};
 use super::{create, dotted, format_version, holder_of, locations, Committed};
 use crate::error::Error;
 use crate::error::Member;
+use crate::events::Teller;
 use crate::mounts::Mount;
 use crate::sandbox::bindings::Ident;
 
@@ -16,6 +17,7 @@ pub async fn create_from_updates(
     ident: &Ident,
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
+    teller: &Teller,
 ) -> Result<Committed, Error> {
     if requirements.len() != 1 {
         return Err(Error::BadRequest("assert-create must be the only requirement".into()));
@@ -85,7 +87,7 @@ pub async fn create_from_updates(
             return Err(e.into());
         }
     };
-    match create(mount, ident, &metadata, &placement).await {
+    match create(mount, ident, &metadata, &placement, teller, super::updates_json(updates)).await {
         // The assert-create requirement failed (in the words of Iceberg's own catalogs),
         // or a view holds the name.
         Err(Error::AlreadyExists(m)) => Err(Error::CommitFailed(match holder_of(mount, ident).await {
