@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod hive;
+pub mod kafka;
 pub mod moto;
 pub mod nats;
 pub mod peers;

@@ -21,6 +21,8 @@ pub struct EventsConfig {
     pub webhooks: BTreeMap<String, WebhookConfig>,
     /// `[events.nats.<name>]`: NATS JetStream servers each event is published to.
     pub nats: BTreeMap<String, NatsConfig>,
+    /// `[events.kafka.<name>]`: Kafka clusters each batch of events is produced to.
+    pub kafka: BTreeMap<String, KafkaConfig>,
     /// `[events.plugin.<name>]`: sinks written as components (`event-sink`), handed the
     /// events in batches.
     #[serde(rename = "plugin")]
@@ -35,6 +37,7 @@ impl Default for EventsConfig {
             source: None,
             webhooks: BTreeMap::new(),
             nats: BTreeMap::new(),
+            kafka: BTreeMap::new(),
             plugins: BTreeMap::new(),
         }
     }
@@ -45,7 +48,8 @@ impl EventsConfig {
     /// that is not http(s).
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        let sinks = !self.webhooks.is_empty() || !self.nats.is_empty() || !self.plugins.is_empty();
+        let sinks =
+            !self.webhooks.is_empty() || !self.nats.is_empty() || !self.kafka.is_empty() || !self.plugins.is_empty();
         if !self.enabled && sinks {
             problems.push("events has sinks but events.enabled is false: nothing would be sent".to_string());
         }
@@ -62,8 +66,39 @@ impl EventsConfig {
                 problems.push(format!("events.nats.{name}.url is not a nats:// URL: {}", nats.url));
             }
         }
+        for (name, kafka) in &self.kafka {
+            if kafka.brokers.is_empty() || kafka.brokers.iter().any(|b| b.rsplit_once(':').is_none()) {
+                problems.push(format!("events.kafka.{name}.brokers must list host:port addresses"));
+            }
+            if kafka.replication_factor < 1 {
+                problems.push(format!("events.kafka.{name}.replication_factor must be at least 1"));
+            }
+        }
         problems
     }
+}
+
+/// `[events.kafka.<name>]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// Bootstrap brokers, `host:port`.
+    pub brokers: Vec<String>,
+    /// The topic the events go to (created with one partition if missing); every event
+    /// is produced to its partition 0, which keeps the log's order.
+    #[serde(default = "default_topic")]
+    pub topic: String,
+    /// The replication factor of a topic created here.
+    #[serde(default = "default_replication_factor")]
+    pub replication_factor: i16,
+}
+
+fn default_topic() -> String {
+    "iceberg-events".into()
+}
+
+fn default_replication_factor() -> i16 {
+    1
 }
 
 /// `[events.webhook.<name>]`

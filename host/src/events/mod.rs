@@ -7,14 +7,16 @@
 //! - `teller`: one request's changes told: their events as a commit that rides the
 //!   change's own, or follows it;
 //! - `relay`: the background work (moving pending events into the log, pruning it);
-//! - `sinks`: pushing the log to webhooks and NATS JetStream (`nats`), each from its own
-//!   cursor, with dead letters;
+//! - `sinks`: pushing the log to webhooks, NATS JetStream (`nats`), Kafka (`kafka`) and
+//!   components (their pools live above, in `hooks`), each from its own cursor, with
+//!   dead letters;
 //! - `webhook`: the signature a webhook delivery carries (Standard Webhooks).
 //!
 //! What makes the events (the rooms that change things), how they are served
 //! (`POST /v1/{prefix}/events`) and pushed (sinks) build on these.
 
 pub mod event;
+pub mod kafka;
 pub mod nats;
 pub mod outbox;
 pub mod query;

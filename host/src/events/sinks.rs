@@ -1,7 +1,7 @@
 //! Pushing the log to sinks: each sink reads the log from its cursor (kept in the
 //! outbox's store, so a restart resumes where the last delivery ended) and delivers a
-//! batch at a time, in order (a webhook and NATS one event after another, a plugin sink
-//! the batch in one call), moving its cursor once per batch and retrying what failed
+//! batch at a time, in order (a webhook and NATS one event after another, Kafka and a
+//! plugin sink the batch in one call), moving its cursor once per batch and retrying what failed
 //! with backoff. An event still undeliverable once
 //! it is older than the retention is set aside as a dead letter, which the management
 //! API lists, and the sink goes on. Hosts sharing a database share each sink's cursor:
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::kafka::Kafka;
 use super::nats::Nats;
 use super::outbox::made_at;
 use super::webhook::WebhookSecret;
@@ -37,6 +38,7 @@ pub struct Sink {
 enum SinkKind {
     Webhook { url: String, secret: WebhookSecret, client: reqwest::Client },
     Nats(Box<Nats>),
+    Kafka(Box<Kafka>),
     Plugin(Box<dyn Deliver>),
 }
 
@@ -64,7 +66,11 @@ impl Sink {
         let webhooks = config.webhooks.iter().map(|(name, webhook)| Sink::webhook(name, &webhook.url, &webhook.secret));
         let nats =
             config.nats.iter().map(|(name, nats)| Ok(Sink::nats(name, &nats.url, &nats.stream, &nats.subject_prefix)));
-        webhooks.chain(nats).collect()
+        let kafka = config.kafka.iter().map(|(name, kafka)| {
+            let client = Kafka::new(&kafka.brokers, &kafka.topic, kafka.replication_factor);
+            Ok(Sink { name: format!("kafka.{name}"), kind: SinkKind::Kafka(Box::new(client)) })
+        });
+        webhooks.chain(nats).chain(kafka).collect()
     }
 
     /// A NATS JetStream sink.
@@ -77,7 +83,7 @@ impl Sink {
         Sink { name: format!("plugin.{name}"), kind: SinkKind::Plugin(component) }
     }
 
-    /// `webhook.<name>`, `nats.<name>` or `plugin.<name>`, as configured.
+    /// `webhook.<name>`, `nats.<name>`, `kafka.<name>` or `plugin.<name>`, as configured.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -86,9 +92,24 @@ impl Sink {
     /// before the first failure, and that failure.
     async fn deliver(&self, events: &[Event], source: &str) -> (usize, Option<String>) {
         let body = |event: &Event| serde_json::to_vec(&event.cloud_event(source)).expect("JSON");
-        if let SinkKind::Plugin(component) = &self.kind {
-            let batch = events.iter().map(|e| String::from_utf8(body(e)).expect("JSON is UTF-8")).collect();
-            return match component.deliver(batch).await {
+        // Kafka and a plugin take the whole batch, or none of it.
+        let whole = match &self.kind {
+            SinkKind::Plugin(component) => {
+                let batch = events.iter().map(|e| String::from_utf8(body(e)).expect("JSON is UTF-8")).collect();
+                Some(component.deliver(batch).await)
+            }
+            SinkKind::Kafka(kafka) => {
+                let produced = kafka.deliver(events, events.iter().map(body).collect());
+                Some(
+                    tokio::time::timeout(DELIVERY_TIMEOUT, produced)
+                        .await
+                        .unwrap_or_else(|_| Err("no acknowledgement within 10 s".into())),
+                )
+            }
+            _ => None,
+        };
+        if let Some(outcome) = whole {
+            return match outcome {
                 Ok(()) => (events.len(), None),
                 Err(e) => (0, Some(e)),
             };
@@ -119,7 +140,7 @@ impl Sink {
                     false => Err(format!("{url} answered {}", answer.status())),
                 }
             }
-            SinkKind::Plugin(_) => unreachable!("a plugin sink takes its batch in one call"),
+            SinkKind::Plugin(_) | SinkKind::Kafka(_) => unreachable!("takes its batch in one call"),
         }
     }
 }
