@@ -214,6 +214,64 @@ async fn changes_of_tenants_principals_and_grants_are_told_to_server_admins() {
     assert!(seen.iter().all(|e| e["operation"]["operation-type"] != "custom"), "{seen:?}");
 }
 
+/// A table's create (also a staged one) and register in the root catalog carry their
+/// events in their own commit: with events on, they make no more commits than with
+/// events off, and each is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tables_create_and_register_carry_their_events_in_their_commit() {
+    async fn commits(s: &Server) -> u64 {
+        let text = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("rustberg_kv_commits_total{") && l.contains("store=\"redb\""))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+            .sum()
+    }
+    let mut made = Vec::new();
+    for config in ["[events]\nenabled = false\n", ""] {
+        let s = Server::start(config);
+        assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+        let before = commits(&s).await;
+        let (status, created) = s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await;
+        assert_eq!(status, 200, "{created}");
+        let staged = json!({"name": "s", "schema": schema(), "stage-create": true});
+        let (status, staged) = s.post("/namespaces/db/tables", staged).await;
+        assert_eq!(status, 200, "{staged}");
+        let complete = json!({
+            "requirements": [{"type": "assert-create"}],
+            "updates": [
+                {"action": "assign-uuid", "uuid": staged["metadata"]["table-uuid"]},
+                {"action": "upgrade-format-version", "format-version": 2},
+                {"action": "add-schema", "schema": staged["metadata"]["schemas"][0]},
+                {"action": "set-current-schema", "schema-id": -1},
+                {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+                {"action": "set-default-spec", "spec-id": -1},
+                {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+                {"action": "set-default-sort-order", "sort-order-id": -1},
+                {"action": "set-location", "location": staged["metadata"]["location"]},
+            ],
+        });
+        let (status, completed) = s.post("/namespaces/db/tables/s", complete).await;
+        assert_eq!(status, 200, "{completed}");
+        let creating = commits(&s).await - before;
+        // An unregister is a drop, whose event is written after it (not counted here).
+        assert_eq!(s.post("/namespaces/db/tables/t/unregister", json!({})).await.0, 200);
+        let before_register = commits(&s).await;
+        let register = json!({"name": "t", "metadata-location": created["metadata-location"]});
+        let (status, registered) = s.post("/namespaces/db/register", register).await;
+        assert_eq!(status, 200, "{registered}");
+        let registering = commits(&s).await - before_register;
+        made.push((creating, registering));
+        if config.is_empty() {
+            let told = events_after(&s, json!({}), 5).await;
+            assert_eq!(
+                kinds(&told),
+                ["create-namespace", "create-table", "create-table", "drop-table", "register-table"]
+            );
+        }
+    }
+    assert_eq!(made[0], made[1], "the same commits with events off and on: (creates, register)");
+}
+
 const WRITERS: usize = 16;
 
 /// The property key an `update-table` event of the storm set.
@@ -401,33 +459,49 @@ async fn a_webhook_down_for_a_while_gets_every_event_signed() {
     assert_eq!(namespaces, ["ns0", "ns1", "ns2", "ns3", "ns4"], "every event, once, in order");
 }
 
+/// Four writers commit to four tables of `s` for a few seconds, while `restart` kills and
+/// starts again the broker a sink of `s` publishes to; the ids of the log's events
+/// afterwards, in the log's order, and the broker.
+async fn storm_through_a_restart<B: Send + 'static>(
+    s: &Server,
+    mut broker: B,
+    restart: fn(&mut B),
+) -> (B, Vec<String>) {
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    for w in 0..4 {
+        assert_eq!(s.post("/namespaces/db/tables", json!({"name": format!("t{w}"), "schema": schema()})).await.0, 200);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4).map(|w| tokio::spawn(support::write_storm((**s).clone(), w, stop.clone()))).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let broker = tokio::task::spawn_blocking(move || {
+        restart(&mut broker);
+        broker
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    // Every acknowledged change's event is pending at least; the relay logs it at once.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let logged = events_after(s, json!({"page-size": 1000}), 6).await;
+    (broker, logged.iter().map(|e| e["event-id"].as_str().unwrap().to_string()).collect())
+}
+
 /// NATS JetStream killed (SIGKILL) and started again mid-storm: every event of the log is
 /// in the stream once, with its id as the message id, on the subject of its namespace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn nats_restarted_mid_storm_loses_nothing() {
     use futures::StreamExt as _;
 
-    let mut nats = support::nats::Nats::start();
+    let nats = support::nats::Nats::start();
     let s = Server::start(&format!("[events.nats.bus]\nurl = \"{}\"\nsubject_prefix = \"lake\"\n", nats.url()));
-    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
-    for w in 0..4 {
-        assert_eq!(s.post("/namespaces/db/tables", json!({"name": format!("t{w}"), "schema": schema()})).await.0, 200);
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..4).map(|w| tokio::spawn(support::write_storm((*s).clone(), w, stop.clone()))).collect();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let restarted = tokio::task::spawn_blocking(move || {
-        nats.kill_and_restart(Duration::from_millis(1500));
-        nats
-    });
-    let nats = restarted.await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    stop.store(true, Ordering::Relaxed);
-    for writer in writers {
-        writer.await.unwrap();
-    }
-    let logged = events_after(&s, json!({"page-size": 1000}), 6).await;
-    let ids: BTreeSet<String> = logged.iter().map(|e| e["event-id"].as_str().unwrap().to_string()).collect();
+    let (nats, logged) =
+        storm_through_a_restart(&s, nats, |nats| nats.kill_and_restart(Duration::from_millis(1500))).await;
+    let ids: BTreeSet<String> = logged.into_iter().collect();
 
     let client = async_nats::connect(nats.url()).await.unwrap();
     let jetstream = async_nats::jetstream::new(client);
@@ -458,6 +532,44 @@ async fn nats_restarted_mid_storm_loses_nothing() {
     assert_eq!(unique, ids, "every event of the log, and nothing else");
     assert!(subjects.contains("lake.db"), "{subjects:?}");
     eprintln!("{} events through a NATS restart, each once", ids.len());
+}
+
+/// Kafka killed (SIGKILL) and started again mid-storm: every event of the log is in the
+/// topic, in the log's order once repeats are dropped by the record key (the event id),
+/// each record the event's CloudEvent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kafka_restarted_mid_storm_loses_nothing() {
+    let kafka = support::kafka::Kafka::start();
+    let s = Server::start(&format!("[events.kafka.bus]\nbrokers = [\"{}\"]\ntopic = \"lake\"\n", kafka.broker()));
+    let (kafka, ids) =
+        storm_through_a_restart(&s, kafka, |kafka| kafka.kill_and_restart(Duration::from_millis(1500))).await;
+
+    let client = rskafka::client::ClientBuilder::new(vec![kafka.broker()]).build().await.unwrap();
+    let unknown = rskafka::client::partition::UnknownTopicHandling::Retry;
+    let partition = client.partition_client("lake", 0, unknown).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut published: Vec<String> = Vec::new();
+    let mut offset = 0;
+    loop {
+        let (records, _) = partition.fetch_records(offset, 1..4_000_000, 500).await.unwrap();
+        for record in records {
+            offset = record.offset + 1;
+            let key = String::from_utf8(record.record.key.unwrap()).unwrap();
+            let envelope: Value = serde_json::from_slice(&record.record.value.unwrap()).unwrap();
+            assert_eq!(envelope["id"], key.as_str(), "a record is keyed by its event's id");
+            assert_eq!(record.record.headers["content-type"], b"application/cloudevents+json");
+            published.push(key);
+        }
+        let mut seen = BTreeSet::new();
+        let first: Vec<String> = published.iter().filter(|id| seen.insert(id.to_string())).cloned().collect();
+        if first.len() >= ids.len() {
+            assert_eq!(first, ids, "every event of the log, in its order, and nothing else");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the topic holds {} of {} events", first.len(), ids.len());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("{} events through a Kafka restart ({} records)", ids.len(), published.len());
 }
 
 /// Changes made through a native mount (a redb file of its own) and a read-write rest
