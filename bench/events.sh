@@ -18,11 +18,6 @@ source bench/build.sh
 build --bin rustberg
 source bench/start_rustberg.sh
 
-run() {
-  taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -s "$2" -H "Authorization: Bearer $token" "$3" |
-    awk '/Requests\/sec/ {print $2}'
-}
-
 # A webhook receiver that writes, per delivery, now minus the event's timestamp (ms).
 receiver=$(mktemp -d)
 cat > "$receiver/receive.py" <<'PY'
@@ -53,10 +48,10 @@ for mode in off on hook; do
   commit_tables
   commit_load "/v1/catalog" 1 > "$work/one.lua"
   commit_load "/v1/catalog" 16 > "$work/spread.lua"
-  run 1 "$work/one.lua" "http://127.0.0.1:$port" > /dev/null # warm-up
+  wrk_rate 1 "$work/one.lua" "http://127.0.0.1:$port" > /dev/null # warm-up
   : > "$receiver/lag.txt"
-  rates[$mode-1]=$(run 1 "$work/one.lua" "http://127.0.0.1:$port")
-  rates[$mode-16]=$(run 16 "$work/spread.lua" "http://127.0.0.1:$port")
+  rates[$mode-1]=$(wrk_rate 1 "$work/one.lua" "http://127.0.0.1:$port")
+  rates[$mode-16]=$(wrk_rate 16 "$work/spread.lua" "http://127.0.0.1:$port")
   [ $mode = hook ] && { sleep 2; cp "$receiver/lag.txt" "$receiver/lag-on.txt"; }
   kill "$(jobs -p | tail -1)" 2>/dev/null || true
 done

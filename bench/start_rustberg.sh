@@ -162,3 +162,10 @@ local n = 0
 LUA
   set_property_request "$1" own_table
 }
+
+# `wrk_rate CONNECTIONS SCRIPT URL`: requests per second of one wrk thread on core 1
+# (the servers run on core 0) for $DURATION, as the admin ($token).
+wrk_rate() {
+  taskset -c 1 wrk -t1 -c"$1" -d"$DURATION" -s "$2" -H "Authorization: Bearer $token" "$3" |
+    awk '/Requests\/sec/ {print $2}'
+}
