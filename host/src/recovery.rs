@@ -49,17 +49,55 @@ pub async fn carry_through<T>(
 ) -> Result<T, Error> {
     let outcome = change.await;
     let settled = match &outcome {
-        Ok(_) => authz.fulfil(&intent).await,
+        // The change landed: its answer is success whatever befalls the bookkeeping (an
+        // error would tell the client it did not). A store failing now is retried a
+        // few times; an intent still left is settled by the repair that runs every
+        // minute (`repair_every_minute`).
+        Ok(_) => fulfil_retrying(authz, &intent).await,
         Err(e) if !e.may_have_applied() => authz.abandon(&intent).await,
         Err(_) => settle(authz, mounts, &intent).await.map(|_| ()),
     };
     if let Err(e) = settled {
-        tracing::warn!(effect = ?intent.effect, error = %e, "an intent stays for the start-up repair");
-        if outcome.is_ok() {
-            return Err(e);
-        }
+        tracing::warn!(effect = ?intent.effect, error = %e, "an intent stays for the repair");
     }
     outcome
+}
+
+/// Fulfils `intent`, trying again after 100 ms, 200 ms, … (five tries, 1.5 s in all)
+/// while the store fails.
+async fn fulfil_retrying(authz: &Authorizer, intent: &Intent) -> Result<(), Error> {
+    let mut pause = std::time::Duration::from_millis(100);
+    for _ in 0..4 {
+        match authz.fulfil(intent).await {
+            Ok(()) => return Ok(()),
+            Err(e) => tracing::debug!(error = %e, "fulfilling an intent failed; trying again"),
+        }
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+    }
+    authz.fulfil(intent).await
+}
+
+/// How old an intent must be before the repair that runs while serving settles it: a
+/// request carrying it out has long ended (or failed) by then.
+const REPAIR_AFTER_SECS: u64 = 60;
+
+/// Settles, once a minute, the intents that a failure of the store left behind while
+/// serving (those older than [`REPAIR_AFTER_SECS`]), so that none waits for a restart.
+pub async fn repair_every_minute(authz: &Authorizer, mounts: &Mounts) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        let Ok(intents) = authz.intents().await else { continue };
+        for intent in intents.into_iter().filter(|i| i.age_secs() >= REPAIR_AFTER_SECS) {
+            match settle(authz, mounts, &intent).await {
+                Ok(how) => {
+                    tracing::warn!(effect = ?intent.effect, outcome = ?how, "repair: settled a change a failure left")
+                }
+                Err(e) => tracing::debug!(effect = ?intent.effect, error = %e, "repair: cannot settle yet"),
+            }
+        }
+    }
 }
 
 /// Fulfils `intent` if the backend shows its change, abandons it if not; which of the

@@ -249,7 +249,7 @@ async fn build_with_plugin_sinks(config: &Config) -> anyhow::Result<(AppState, V
         root_endpoints,
         auth,
         authz,
-        idempotency: Arc::new(Idempotency::new(host)),
+        idempotency: Arc::new(Idempotency::new(host.clone())),
         vendor,
         request_ids: RequestIds::new(),
         events,
@@ -260,6 +260,7 @@ async fn build_with_plugin_sinks(config: &Config) -> anyhow::Result<(AppState, V
             .oidc
             .as_ref()
             .and_then(|oidc| Some((oidc.issuer.clone(), oidc.console_client_id.clone()?))),
+        host_space: host,
     };
     Ok((state, plugin_sinks))
 }
@@ -314,6 +315,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             sweeper.idempotency.sweep().await;
         }
     });
+    // Intents a failing store left while serving are settled without a restart.
+    let repairer = state.clone();
+    tokio::spawn(async move { crate::recovery::repair_every_minute(&repairer.authz, &repairer.mounts).await });
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

@@ -74,6 +74,8 @@ pub struct AppState {
     /// Where the web console signs in with OpenID Connect: the issuer and the console's
     /// client id there (`[auth.oidc] console_client_id`).
     pub console_oidc: Option<(String, String)>,
+    /// The host's key space, in the store the root catalog lives in: `/ready` reads it.
+    pub host_space: crate::storage::kv::KvStore,
 }
 
 impl AppState {

@@ -2,7 +2,7 @@
 
 use super::current_metadata;
 use super::locations;
-use crate::error::Error;
+use crate::error::{change_failed, Error};
 use crate::mounts::Mount;
 use crate::sandbox::bindings::{Ident, Pointer};
 use crate::storage::location::Location;
@@ -17,11 +17,8 @@ use super::{dotted, no_such_table};
 /// release (a dropped table's files can be registered again at once); with one, it
 /// comes as soon as the pointer is gone.
 pub async fn drop_table(mount: &Mount, ident: &Ident, purge: bool) -> Result<Dropped, Error> {
-    let pointer = mount
-        .backend
-        .drop_table(ident.clone())
-        .await
-        .map_err(|e| Error::from_backend(e, no_such_table(mount, ident)))?;
+    let pointer =
+        mount.backend.drop_table(ident.clone()).await.map_err(|e| change_failed(e, no_such_table(mount, ident)))?;
     let Some(warehouse) = mount.warehouse.clone() else {
         return Ok(Dropped { uuid: uuid_of(&pointer), pointer });
     };

@@ -1,6 +1,6 @@
 //! renameTable inside one backend, and the answer to any rename of a table or view.
 
-use crate::error::Error;
+use crate::error::{change_failed, Error};
 use crate::mounts::Mount;
 use crate::sandbox::bindings::Ident;
 use crate::sandbox::BackendErrorKind;
@@ -41,6 +41,6 @@ pub(super) async fn rename_outcome(
             dotted(mount, destination),
             holder_of(mount, destination).await,
         )),
-        Err(e) => Err(Error::from_backend(e, absent)),
+        Err(e) => Err(change_failed(e, absent)),
     }
 }

@@ -247,7 +247,7 @@ pub async fn register(mount: &Mount, ident: &Ident, metadata_location: &str) -> 
 /// Forgets a view (its files stay: views hold no data) and releases its location.
 pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
     let pointer =
-        mount.backend.drop_view(ident.clone()).await.map_err(|e| Error::from_backend(e, no_such_view(mount, ident)))?;
+        mount.backend.drop_view(ident.clone()).await.map_err(|e| change_failed(e, no_such_view(mount, ident)))?;
     let Some(warehouse) = &mount.warehouse else {
         return Ok(pointer);
     };
