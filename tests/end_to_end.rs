@@ -15,6 +15,7 @@ mod console;
 mod docs;
 mod durability;
 mod events;
+mod faults;
 mod federation;
 mod gates;
 mod glue;

@@ -6,8 +6,10 @@ pub mod kafka;
 pub mod moto;
 pub mod nats;
 pub mod peers;
+pub mod postgres;
 pub mod python;
 pub mod spark;
+pub mod toxiproxy;
 pub mod trino;
 
 use std::collections::BTreeSet;

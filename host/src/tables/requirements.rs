@@ -9,6 +9,9 @@ use crate::error::Error;
 
 /// `Ok` when every requirement holds; the first that fails, as a 409.
 pub fn check(requirements: &[TableRequirement], current: &TableMetadata) -> Result<(), Error> {
+    if skipped_for_the_checker_test() {
+        return Ok(());
+    }
     requirements.iter().try_for_each(|r| match failure(r, current) {
         Some(why) => Err(Error::CommitFailed(format!("Requirement failed: {why}"))),
         None => Ok(()),
@@ -54,4 +57,18 @@ fn failure(requirement: &TableRequirement, current: &TableMetadata) -> Option<St
             changed("default sort order", *default_sort_order_id, current.default_sort_order_id())
         }
     }
+}
+
+/// A deliberately broken build, for the test that the linearizability checker catches
+/// one (tests/faults.rs): with the test-only feature `fault-switches` (which only the
+/// tests' build has) and RUSTBERG_FAULT_SKIP_REQUIREMENTS set, no requirement is
+/// checked. Without the feature this is `false`, compiled away.
+fn skipped_for_the_checker_test() -> bool {
+    #[cfg(feature = "fault-switches")]
+    {
+        static SKIP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *SKIP.get_or_init(|| std::env::var_os("RUSTBERG_FAULT_SKIP_REQUIREMENTS").is_some())
+    }
+    #[cfg(not(feature = "fault-switches"))]
+    false
 }

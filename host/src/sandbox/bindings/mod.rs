@@ -12,11 +12,11 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use exports::rustberg::catalog::backend::Guest as BackendExports;
-pub use rustberg::catalog::types::{
+pub use self::rustberg::catalog::types::{
     Description, Error as WitError, Features, Ident, NameEntry, NamePage, NamespaceEntry, NamespacePage, PageRequest,
     Pointer, PropertiesUpdate, TableCommit,
 };
+pub use exports::rustberg::catalog::backend::Guest as BackendExports;
 
 /// The optional exports, `placement` (since 0.1.2), `key-listings` (since 0.1.3) and
 /// `forwarding` (since 0.2.2): looked up beside `backend` in each component, and used

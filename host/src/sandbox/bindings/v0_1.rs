@@ -48,7 +48,7 @@ pub mod optional {
     pub use exports::rustberg::catalog::placement::{Guest as Placement, GuestIndices as PlacementIndices};
 }
 
-use rustberg::catalog::{clock, config, http, kv, log};
+use self::rustberg::catalog::{clock, config, http, kv, log};
 
 /// The endpoints, as the frozen 0.1 contract lists them, that turn on a feature: its
 /// own vocabulary, which stays as it was whatever the host's endpoint table becomes.

@@ -1,0 +1,442 @@
+//! Faults survived, proven: a mixed workload (tests/faults/workload.rs) runs over two
+//! hosts while a fault strikes, and then every run's history must be linearizable
+//! (checked by Porcupine), every acknowledged commit must be in its table, no refused
+//! one, and the hosts must serve again within a bound, with `/ready` telling the truth
+//! meanwhile. The checker is itself tested: a build that skips commit requirements must
+//! be caught.
+//!
+//! CI runs each scenario a few times with fixed seeds; `FAULT_RUNS=50` runs more (the
+//! nightly size), `FAULT_SEED` picks the first seed. Results: docs/reliability.md.
+
+mod history;
+mod workload;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use history::{check, Outcome, Verdict};
+use workload::{Host, Workload, COMMITTED};
+
+use serde_json::json;
+
+use crate::support::postgres::PrivatePostgres;
+use crate::support::toxiproxy::Toxiproxy;
+use crate::support::{hash_secret, Server};
+
+/// Writers per run, spread over the hosts.
+const WRITERS: usize = 16;
+/// The client ids of the commits that wait for each host after the fault.
+const RECOMMITTER: usize = 90;
+/// How long after a fault heals every host must commit again.
+const RECOVERY_BOUND: Duration = Duration::from_secs(30);
+
+/// How many seeded runs each scenario makes, and the first seed.
+fn runs() -> (usize, u64) {
+    let runs = std::env::var("FAULT_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let seed = std::env::var("FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    (runs, seed)
+}
+
+/// The configuration of a host over `catalog_url` (empty: its own redb file), with the
+/// server admin `root` (secret `pw`).
+fn host_config(catalog_url: &str, warehouse: &std::path::Path) -> String {
+    let catalog = if catalog_url.is_empty() { String::new() } else { format!("catalog_url = \"{catalog_url}\"\n") };
+    format!(
+        "[storage]\n{catalog}warehouse_location = \"file://{}\"\n\
+         [auth.principals.root]\ntenant = \"ops\"\nrole = \"admin\"\nserver_admin = true\nsecret_hash = \"{}\"\n",
+        warehouse.display(),
+        hash_secret("pw")
+    )
+}
+
+/// What one run found.
+struct Findings {
+    workload: Arc<Workload>,
+    verdict: Verdict,
+    operations: usize,
+    acknowledged: usize,
+    /// Writes answered CommitStateUnknownException, and those never answered.
+    unknown: usize,
+    unanswered: usize,
+    /// Writes refused with a server error (503 and the like): nothing written, the
+    /// checker holds the server to that.
+    refused_unavailable: usize,
+    /// From the fault's healing to every host's first acknowledged write.
+    recovery: Duration,
+}
+
+/// One seeded run: `WRITERS` writers over `hosts` in namespace `namespace` while
+/// `fault` plays (it returns when the fault has healed); then every host is waited for
+/// until it commits again, every name read once more, and the history checked.
+async fn run<F: Future<Output = ()>>(hosts: &[Host], namespace: &str, seed: u64, fault: F) -> Findings {
+    let workload = Arc::new(Workload::prepare(&hosts[0], namespace).await);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let seed = seed * 1000 + w as u64;
+            tokio::spawn(workload.clone().write(hosts[w % hosts.len()].clone(), w, seed, stop.clone()))
+        })
+        .collect();
+    fault.await;
+    workload.history.healed();
+    let healed = Instant::now();
+    // The load goes on a while after the fault, as it would.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    for (h, host) in hosts.iter().enumerate() {
+        recommit(&workload, host, RECOMMITTER + h, healed).await;
+    }
+    let host_of = |client: usize| if client >= RECOMMITTER { client - RECOMMITTER } else { client % hosts.len() };
+    let recovery = workload.history.recovery(hosts.len(), host_of).expect("every host committed again");
+    workload.read_everything(&hosts[0]).await;
+
+    let operations = workload.history.operations();
+    let writes = || operations.iter().filter(|o| o.op != "read");
+    Findings {
+        workload: workload.clone(),
+        verdict: check(&operations, namespace),
+        operations: operations.len(),
+        acknowledged: writes().filter(|o| o.outcome == Outcome::Ok).count(),
+        unknown: writes().filter(|o| o.outcome == Outcome::Unknown && o.status != 0).count(),
+        unanswered: writes().filter(|o| o.outcome == Outcome::Unknown && o.status == 0).count(),
+        refused_unavailable: writes().filter(|o| o.outcome == Outcome::Failed && o.status >= 500).count(),
+        recovery,
+    }
+}
+
+/// Waits until `host` acknowledges a commit (read main, commit on it), within the bound.
+async fn recommit(workload: &Workload, host: &Host, client: usize, healed: Instant) {
+    let mut made = 0;
+    loop {
+        assert!(healed.elapsed() < RECOVERY_BOUND, "a host did not commit again within {RECOVERY_BOUND:?} of healing");
+        if let Some(Some(main)) = workload.read(host, client, "t0").await {
+            made += 1;
+            let new = 900_000_000 + client as i64 * 1000 + made;
+            if workload.commit(host, client, "t0", main, new).await == Outcome::Ok {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Each committed table holds every acknowledged commit of it, none refused, and main
+/// descends through exactly the snapshots the table holds (nothing half-written).
+async fn assert_snapshots_match(workload: &Workload, host: &Host) {
+    let operations = workload.history.operations();
+    for t in 0..COMMITTED {
+        let name = format!("t{t}");
+        let (all, chain) = workload.snapshots(host, &name).await;
+        let commits = operations.iter().filter(|o| o.key == name && o.op == "commit");
+        for commit in commits {
+            match commit.outcome {
+                Outcome::Ok => {
+                    assert!(all.contains(&commit.new), "acknowledged commit {} of {name} is lost", commit.new)
+                }
+                Outcome::Refused | Outcome::Failed => {
+                    assert!(!all.contains(&commit.new), "refused commit {} of {name} landed", commit.new)
+                }
+                Outcome::Unknown => {}
+            }
+        }
+        let mut sorted = all.clone();
+        sorted.sort();
+        let mut chained = chain.clone();
+        chained.sort();
+        assert_eq!(sorted, chained, "{name}'s snapshots are exactly main's ancestry");
+    }
+}
+
+/// Prints, for a history found not linearizable, the server errors that claimed a
+/// write was not made, by kind, and of the commits among them those whose snapshot is
+/// in the table all the same.
+async fn explain(workload: &Workload, host: &Host) {
+    let mut kinds = std::collections::BTreeMap::<(String, u16, String), usize>::new();
+    let operations = workload.history.operations();
+    for o in operations.iter().filter(|o| matches!(o.outcome, Outcome::Refused | Outcome::Failed)) {
+        *kinds.entry((o.op.to_string(), o.status, o.error.clone())).or_default() += 1;
+    }
+    eprintln!("[faults] refusals: {kinds:?}");
+    for t in 0..COMMITTED {
+        let name = format!("t{t}");
+        let (all, _) = workload.snapshots(host, &name).await;
+        let refused = |o: &&history::Operation| matches!(o.outcome, Outcome::Refused | Outcome::Failed);
+        for o in operations.iter().filter(|o| o.key == name && o.op == "commit").filter(refused) {
+            if all.contains(&o.new) {
+                eprintln!("[faults] refused but landed: {name} {} -> {} ({} {})", o.expect, o.new, o.status, o.error);
+            }
+        }
+    }
+}
+
+/// Runs `scenario` `runs()` times over fresh namespaces, asserting each run's findings,
+/// and prints one line per run (the numbers in docs/reliability.md).
+async fn scenario<F, Fut>(name: &str, hosts: &[Host], mut fault: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (runs, first_seed) = runs();
+    for seed in first_seed..first_seed + runs as u64 {
+        let namespace = format!("{name}_{seed}");
+        let findings = run(hosts, &namespace, seed, fault()).await;
+        eprintln!(
+            "[faults] {name} seed {seed}: {} operations, {} acknowledged writes, {} refused as unavailable, \
+             {} commit state unknown, {} unanswered, recovered in {} ms: {:?}",
+            findings.operations,
+            findings.acknowledged,
+            findings.refused_unavailable,
+            findings.unknown,
+            findings.unanswered,
+            findings.recovery.as_millis(),
+            findings.verdict
+        );
+        if findings.verdict != Verdict::Linearizable {
+            explain(&findings.workload, &hosts[0]).await;
+        }
+        assert_eq!(findings.verdict, Verdict::Linearizable, "{name}, seed {seed}");
+        assert_snapshots_match(&findings.workload, &hosts[0]).await;
+        assert!(findings.acknowledged > 0, "{name}, seed {seed}: the workload made progress");
+    }
+}
+
+/// Two hosts over `postgres`, and the server admin's clients of them.
+fn two_hosts(postgres: &PrivatePostgres, warehouse: &tempfile::TempDir) -> (Vec<Server>, Vec<Host>) {
+    hosts_over(&[postgres.url(), postgres.url()], warehouse)
+}
+
+/// A host over each of `catalog_urls` (one database, reached one way or another).
+fn hosts_over(catalog_urls: &[String], warehouse: &tempfile::TempDir) -> (Vec<Server>, Vec<Host>) {
+    let servers: Vec<Server> =
+        catalog_urls.iter().map(|url| Server::start(&host_config(url, warehouse.path()))).collect();
+    let hosts = servers.iter().map(|s| Host::new(&s.base, "root", "pw")).collect();
+    (servers, hosts)
+}
+
+/// `postgres`'s URL, through a proxy on `port`.
+fn through(postgres: &PrivatePostgres, port: u16) -> String {
+    postgres.url().replace(&format!(":{}/", postgres.port), &format!(":{port}/"))
+}
+
+/// Blocking work (a process's signals, a start) off the async workers.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn commits_stay_linearizable_over_two_hosts_without_faults() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let (_servers, hosts) = two_hosts(&postgres, &warehouse);
+    scenario("calm", &hosts, || tokio::time::sleep(Duration::from_secs(3))).await;
+}
+
+/// Postgres frozen (SIGSTOP, every process) for 3 s mid-storm, then thawed: requests
+/// wait or fail, nothing acknowledged is lost, and `/ready` says so while it lasts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_paused_mid_storm() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let (_servers, hosts) = two_hosts(&postgres, &warehouse);
+    let postgres = Arc::new(postgres);
+    scenario("paused", &hosts, || {
+        let (postgres, hosts) = (postgres.clone(), hosts.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            postgres.pause();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            for host in &hosts {
+                assert_eq!(host.ready().await, 503, "/ready while the catalog's database is frozen");
+            }
+            postgres.unpause();
+        }
+    })
+    .await;
+    for host in &hosts {
+        assert_eq!(host.ready().await, 200, "/ready once the database answers again");
+    }
+}
+
+/// Postgres killed outright (SIGKILL, every process) mid-storm and started again 2 s
+/// later, through its crash recovery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_crashed_and_restarted_mid_storm() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let (_servers, hosts) = two_hosts(&postgres, &warehouse);
+    let postgres = Arc::new(std::sync::Mutex::new(postgres));
+    scenario("crashed", &hosts, || {
+        let (postgres, hosts) = (postgres.clone(), hosts.clone());
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let crashing = postgres.clone();
+            blocking(move || crashing.lock().unwrap().crash()).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for host in &hosts {
+                assert_eq!(host.ready().await, 503, "/ready while the catalog's database is down");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            blocking(move || postgres.lock().unwrap().resume_service()).await;
+        }
+    })
+    .await;
+}
+
+/// One host cut off from Postgres (its connections blackholed: nothing answers, nothing
+/// closes) for 4 s while the other goes on, then healed: the cut-off host reports itself
+/// unready meanwhile and serves again after, with no connection left stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_host_partitioned_from_postgres_then_healed() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let toxiproxy = Toxiproxy::start();
+    let proxy = toxiproxy.proxy("partitioned", postgres.port).await;
+    let warehouse = tempfile::tempdir().unwrap();
+    let (_servers, hosts) = hosts_over(&[postgres.url(), through(&postgres, proxy.port)], &warehouse);
+    scenario("partitioned", &hosts, || {
+        let (proxy, hosts) = (&proxy, &hosts);
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            proxy.add("blackhole", "timeout", json!({"timeout": 0})).await;
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            assert_eq!(hosts[1].ready().await, 503, "/ready of the host cut off");
+            assert_eq!(hosts[0].ready().await, 200, "/ready of the host that still reaches the database");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            proxy.remove("blackhole").await;
+        }
+    })
+    .await;
+}
+
+/// Both hosts reach Postgres through a proxy that delays answers (300 ms ± 100), then
+/// resets every connection, then cuts each connection after 2 kB mid-answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_behind_a_delaying_resetting_and_cutting_network() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let toxiproxy = Toxiproxy::start();
+    let proxy = toxiproxy.proxy("flaky", postgres.port).await;
+    let warehouse = tempfile::tempdir().unwrap();
+    let url = through(&postgres, proxy.port);
+    let (_servers, hosts) = hosts_over(&[url.clone(), url], &warehouse);
+    scenario("network", &hosts, || {
+        let proxy = &proxy;
+        async move {
+            let faults = [
+                ("slow", "latency", json!({"latency": 300, "jitter": 100})),
+                ("reset", "reset_peer", json!({"timeout": 0})),
+                ("cut", "limit_data", json!({"bytes": 2048})),
+            ];
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            for (name, kind, attributes) in faults {
+                proxy.add(name, kind, attributes).await;
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                proxy.remove(name).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    })
+    .await;
+}
+
+/// The checker is no rubber stamp: a build whose commits skip their requirements
+/// (`fault-switches`, a test-only feature, and RUSTBERG_FAULT_SKIP_REQUIREMENTS) lets two
+/// writers both move main from the same snapshot, and the history says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_checker_catches_a_build_that_skips_requirements() {
+    let warehouse = tempfile::tempdir().unwrap();
+    let config = host_config("", warehouse.path());
+    let broken = Server::try_start_with_env(&config, &[("RUSTBERG_FAULT_SKIP_REQUIREMENTS", "1")]).unwrap();
+    let hosts = vec![Host::new(&broken.base, "root", "pw")];
+    let findings = run(&hosts, "broken", 1, tokio::time::sleep(Duration::from_secs(3))).await;
+    assert!(matches!(findings.verdict, Verdict::Anomaly(_)), "{:?}", findings.verdict);
+}
+
+/// A small file system of a test's own (tmpfs; mounting one needs root), unmounted when
+/// dropped.
+struct SmallVolume {
+    dir: tempfile::TempDir,
+}
+
+impl SmallVolume {
+    /// `None` (skipped, visibly) where this process may not mount.
+    fn mount(mib: u32) -> Option<SmallVolume> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI runs as root and can mount a tmpfs");
+            eprintln!("SKIPPED: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(SmallVolume { dir })
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    fn ballast(&self) -> std::path::PathBuf {
+        self.path().join("ballast")
+    }
+
+    /// Writes a file until the volume is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut file = std::fs::File::create(self.ballast()).unwrap();
+        let chunk = vec![0u8; 1 << 16];
+        while file.write_all(&chunk).is_ok() {}
+        let _ = file.sync_all();
+    }
+
+    /// Frees what [`SmallVolume::fill`] took.
+    fn free(&self) {
+        std::fs::remove_file(self.ballast()).unwrap();
+    }
+}
+
+impl Drop for SmallVolume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+/// The volume of the root catalog's redb file fills up for 3 s mid-storm, then is freed:
+/// writes fail meanwhile (none acknowledged and lost, none refused and made), and the
+/// host writes again once there is room, without a restart.
+///
+/// Fails today, and is left out of the suite until it passes: after its first failed
+/// write redb answers every later one "Previous I/O error occurred. Please close and
+/// re-open the database", so the host writes again only after a restart. History stays
+/// linearizable meanwhile (nothing acknowledged is lost); see docs/reliability.md.
+#[ignore = "redb needs the file reopened after a failed write: the host recovers only by a restart"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_redb_volume_full_then_freed() {
+    let Some(volume) = SmallVolume::mount(64) else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let catalog = format!("redb://{}/catalog.redb", volume.path().display());
+    let server = Server::start(&host_config(&catalog, warehouse.path()));
+    let hosts = vec![Host::new(&server.base, "root", "pw")];
+    scenario("full", &hosts, || {
+        let volume = &volume;
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            blocking_ref(|| volume.fill());
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            volume.free();
+        }
+    })
+    .await;
+    drop(server);
+}
+
+/// Blocking work that borrows, on this worker (allowed by the multi-thread runtime).
+fn blocking_ref<T>(work: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(work)
+}
