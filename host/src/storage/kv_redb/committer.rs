@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 use tokio::sync::oneshot;
 
-use super::{split, store_err, Snapshots, COUNTER, MAX_BATCH, MAX_UNSYNCED, SYNC_WHEN_IDLE, VERSION_BLOCK};
+use super::{split, store_err, File, Snapshots, COUNTER, MAX_BATCH, MAX_UNSYNCED, SYNC_WHEN_IDLE, VERSION_BLOCK};
 use crate::storage::kv::{prefix_end, Check, Durability, KvError, Write};
 
 /// One commit waiting for the committer: what it checks and writes in each key space
@@ -59,24 +59,24 @@ pub(super) struct Committer {
 }
 
 impl Committer {
-    pub(super) fn start(db: Arc<Database>, snapshots: Arc<Snapshots>) -> Result<Self, KvError> {
-        let mut versions = Versions::stored(&db)?;
+    pub(super) fn start(file: Arc<File>, snapshots: Arc<Snapshots>, mut versions: Versions) -> Result<Self, KvError> {
         let (queue, queued) = mpsc::channel();
         let transactions = Arc::new(AtomicU64::new(0));
         let counted = transactions.clone();
         let thread = std::thread::Builder::new()
             .name("redb-commit".into())
-            .spawn(move || run(&db, &snapshots, &mut versions, &queued, &counted))
+            .spawn(move || run(&file, &snapshots, &mut versions, &queued, &counted))
             .map_err(store_err)?;
         Ok(Self { queue: Some(queue), thread: Some(thread), transactions })
     }
 }
 
 /// The committer's loop: takes each batch, commits it, and makes `Soon` commits durable
-/// when nothing else will (see the module's comment). Ends when the queue closes, with
-/// every transaction durable.
+/// when nothing else will (see the module's comment); opens the file again when redb
+/// refuses writes after one failed on I/O. Ends when the queue closes, with every
+/// transaction durable.
 pub(super) fn run(
-    db: &Database,
+    file: &File,
     snapshots: &Snapshots,
     versions: &mut Versions,
     queued: &mpsc::Receiver<Queued>,
@@ -95,7 +95,9 @@ pub(super) fn run(
                 Ok(first) => first,
                 // Idle, or the store closing.
                 Err(idle_or_closed) => {
-                    sync(db, transactions);
+                    if let Ok(db) = file.db() {
+                        sync(&db, transactions);
+                    }
                     unsynced = 0;
                     match idle_or_closed {
                         mpsc::RecvTimeoutError::Timeout => continue,
@@ -109,9 +111,31 @@ pub(super) fn run(
         // Commits that queued together share one fsync whatever they ask: a transaction
         // of their own for the `Soon` ones would cost more than the fsync saves.
         let durable = batch.len() > 1 || unsynced >= MAX_UNSYNCED || batch[0].durability == Durability::Now;
-        commit_batch(db, snapshots, versions, batch, durable, transactions);
+        let db = match file.db() {
+            Ok(db) => db,
+            Err(e) => match file.reopen(snapshots).and_then(|()| file.db()) {
+                Ok(db) => db,
+                Err(_) => {
+                    answer(batch, |_| Err(e.clone()));
+                    continue;
+                }
+            },
+        };
+        let failed = commit_batch(&db, snapshots, versions, batch, durable, transactions);
         unsynced = if durable { 0 } else { unsynced + 1 };
+        if failed && poisoned(&db) {
+            drop(db);
+            if let Err(e) = file.reopen(snapshots) {
+                tracing::error!(error = %e, "the catalog file could not be opened again; the next commit tries again");
+            }
+        }
     }
+}
+
+/// Whether redb refuses every write on `db` since one failed on I/O: it wants the file
+/// closed and opened again. (Nothing else writes: the committer is the only writer.)
+fn poisoned(db: &Database) -> bool {
+    matches!(db.begin_write(), Err(redb::TransactionError::Storage(redb::StorageError::PreviousIo)))
 }
 
 impl Drop for Committer {
@@ -128,7 +152,7 @@ impl Drop for Committer {
 /// it). If the store fails while applying, nothing of the batch is kept and each commit
 /// is tried again in a transaction of its own, so such a failure is only the failing
 /// commit's. If the transaction itself fails to commit, every commit in it is told so
-/// (its outcome is unknown).
+/// (its outcome is unknown). Whether the store failed.
 pub(super) fn commit_batch(
     db: &Database,
     snapshots: &Snapshots,
@@ -136,17 +160,21 @@ pub(super) fn commit_batch(
     batch: Vec<Queued>,
     durable: bool,
     transactions: &AtomicU64,
-) {
+) -> bool {
     let applied = begin(db, durable).and_then(|txn| apply_all(&txn, versions, &batch).map(|outcomes| (txn, outcomes)));
     let (txn, (outcomes, reserved)) = match applied {
         Ok(applied) => applied,
         Err(_) if batch.len() > 1 => {
+            let mut failed = false;
             for queued in batch {
-                commit_batch(db, snapshots, versions, vec![queued], durable, transactions);
+                failed |= commit_batch(db, snapshots, versions, vec![queued], durable, transactions);
             }
-            return;
+            return failed;
         }
-        Err(e) => return answer(batch, |_| Err(e.clone())),
+        Err(e) => {
+            answer(batch, |_| Err(e.clone()));
+            return true;
+        }
     };
     let committed = txn.commit().map_err(store_err);
     if let (Ok(()), Some(reserved)) = (&committed, reserved) {
@@ -160,9 +188,13 @@ pub(super) fn commit_batch(
     match committed {
         Ok(()) => {
             let mut outcomes = outcomes.into_iter();
-            answer(batch, |_| outcomes.next().expect("an outcome per commit"))
+            answer(batch, |_| outcomes.next().expect("an outcome per commit"));
+            false
         }
-        Err(e) => answer(batch, |_| Err(e.clone())),
+        Err(e) => {
+            answer(batch, |_| Err(e.clone()));
+            true
+        }
     }
 }
 

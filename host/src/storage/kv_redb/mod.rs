@@ -17,11 +17,15 @@
 //! cost no fsync, and under load they batch as the others do.
 //!
 //! Reads reuse one read snapshot per key space until the next commit (`Snapshots`).
+//!
+//! After a write fails on I/O (a full disk), redb refuses every later one until the
+//! file is opened again: the committer then closes and reopens it (`File`), so the
+//! store writes again as soon as the disk has room, without a restart.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{Database, ReadOnlyTable, TableDefinition, TableHandle};
 use tokio::sync::oneshot;
@@ -50,7 +54,7 @@ const MAX_UNSYNCED: usize = 64;
 /// A redb file holding key spaces.
 #[derive(Clone)]
 pub struct RedbStore {
-    db: Arc<Database>,
+    file: Arc<File>,
     committer: Arc<Committer>,
     snapshots: Arc<Snapshots>,
 }
@@ -81,7 +85,7 @@ impl Snapshots {
     /// A snapshot of `table` that holds every commit that returned before this call.
     fn current(
         &self,
-        db: &Database,
+        file: &File,
         table: TableDefinition<'_, &'static [u8], &'static [u8]>,
     ) -> Result<Arc<Table>, KvError> {
         let commits = self.commits.load(Ordering::Acquire);
@@ -90,7 +94,7 @@ impl Snapshots {
                 return Ok(snapshot.clone());
             }
         }
-        let txn = db.begin_read().map_err(store_err)?;
+        let txn = file.db()?.begin_read().map_err(store_err)?;
         let snapshot = Arc::new(txn.open_table(table).map_err(store_err)?);
         self.tables().insert(table.name().to_string(), (commits, snapshot.clone()));
         Ok(snapshot)
@@ -100,6 +104,44 @@ impl Snapshots {
     fn committed(&self) {
         self.commits.fetch_add(1, Ordering::Release);
         self.tables().clear();
+    }
+}
+
+/// The open file, and where it is: opened again when redb asks for that.
+struct File {
+    path: PathBuf,
+    /// `None` while it is being opened again, or could not be.
+    db: RwLock<Option<Arc<Database>>>,
+}
+
+impl File {
+    /// The open database; an error while it is closed for reopening.
+    fn db(&self) -> Result<Arc<Database>, KvError> {
+        let db = self.db.read().expect("the catalog file").clone();
+        db.ok_or_else(|| KvError::Store("the catalog file is being opened again after a failed write".into()))
+    }
+
+    /// Closes the file and opens it again (redb repairs it as it opens). Every handle on
+    /// it must be gone first: the read snapshots are dropped, and reads still under way
+    /// are waited for (up to a second; then the next commit tries again).
+    fn reopen(&self, snapshots: &Snapshots) -> Result<(), KvError> {
+        let mut slot = self.db.write().expect("the catalog file");
+        slot.take();
+        for _ in 0..100 {
+            snapshots.committed();
+            match Database::create(&self.path) {
+                Ok(db) => {
+                    *slot = Some(Arc::new(db));
+                    tracing::warn!(file = %self.path.display(), "the catalog file was opened again after a failed write");
+                    return Ok(());
+                }
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(e) => return Err(KvError::Store(format!("{}: {e}", self.path.display()))),
+            }
+        }
+        Err(KvError::Store(format!("{}: still held open by reads", self.path.display())))
     }
 }
 
@@ -115,20 +157,22 @@ impl RedbStore {
         // redb that glibc keeps resident when another thread's commit is the first
         // (measured: idle RSS 3 MB anonymous this way, 5 MB the other).
         begin(&db, true)?.commit().map_err(store_err)?;
-        let (db, snapshots) = (Arc::new(db), Arc::<Snapshots>::default());
-        let committer = Arc::new(Committer::start(db.clone(), snapshots.clone())?);
-        Ok(Self { db, committer, snapshots })
+        let versions = committer::Versions::stored(&db)?;
+        let file = Arc::new(File { path: path.to_path_buf(), db: RwLock::new(Some(Arc::new(db))) });
+        let snapshots = Arc::<Snapshots>::default();
+        let committer = Arc::new(Committer::start(file.clone(), snapshots.clone(), versions)?);
+        Ok(Self { file, committer, snapshots })
     }
 
     /// The key space `name`, created if missing.
     pub fn space(&self, name: &str) -> Result<RedbSpace, KvError> {
         let space = RedbSpace {
-            db: self.db.clone(),
+            file: self.file.clone(),
             committer: self.committer.clone(),
             snapshots: self.snapshots.clone(),
             table: Arc::from(format!("kv:{name}")),
         };
-        create_table(&self.db, space.def())?;
+        create_table(&*self.file.db()?, space.def())?;
         Ok(space)
     }
 }
@@ -152,7 +196,7 @@ fn create_table<K: redb::Key + 'static, V: redb::Value + 'static>(
 /// One isolated key space in a redb file.
 #[derive(Clone)]
 pub struct RedbSpace {
-    db: Arc<Database>,
+    file: Arc<File>,
     committer: Arc<Committer>,
     snapshots: Arc<Snapshots>,
     table: Arc<str>,
@@ -177,7 +221,7 @@ impl RedbSpace {
 
     /// Reads one key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>, KvError> {
-        let table = self.snapshots.current(&self.db, self.def())?;
+        let table = self.snapshots.current(&self.file, self.def())?;
         Ok(table.get(key).map_err(store_err)?.map(|v| {
             let (version, value) = split(v.value());
             Entry { key: key.to_vec(), value: value.to_vec(), version }
@@ -186,7 +230,7 @@ impl RedbSpace {
 
     /// The entries in [start, end) of the current read snapshot, in order.
     fn range(&self, start: &[u8], end: Option<&[u8]>) -> Result<Option<Range>, KvError> {
-        let table = self.snapshots.current(&self.db, self.def())?;
+        let table = self.snapshots.current(&self.file, self.def())?;
         match end {
             Some(end) if end <= start => Ok(None),
             Some(end) => table.range::<&[u8]>(start..end).map(Some),
@@ -261,7 +305,7 @@ impl RedbSpace {
 
     /// Whether `other` is a key space of this one's file.
     pub fn same_file(&self, other: &RedbSpace) -> bool {
-        Arc::ptr_eq(&self.db, &other.db)
+        Arc::ptr_eq(&self.file, &other.file)
     }
 
     /// Hands a commit to the file's committer and waits for its outcome.

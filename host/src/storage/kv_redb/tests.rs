@@ -181,7 +181,7 @@ async fn versions_grow_across_a_reopen_though_few_commits_write_the_counter() {
     }
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "every version after the last: {seen:?}");
     // One block per open: the counter was written by 3 of the 30 commits.
-    let reserved = Versions::stored(&RedbStore::open(&path).unwrap().db).unwrap().reserved;
+    let reserved = Versions::stored(&RedbStore::open(&path).unwrap().file.db().unwrap()).unwrap().reserved;
     assert_eq!(reserved, seen[10] + VERSION_BLOCK, "reserved by the first commit after the last open: {seen:?}");
 }
 
@@ -195,4 +195,18 @@ async fn scans_and_prefix_checks_stay_in_their_space() {
     assert_eq!(a.scan(b"p", None, 1).unwrap().len(), 1);
     assert!(b.commit(vec![Check::PrefixEmpty(b"q".to_vec())], vec![]).await.is_ok());
     assert!(matches!(a.commit(vec![Check::PrefixEmpty(b"q".to_vec())], vec![]).await, Err(KvError::Conflict)));
+}
+
+/// A file opened again (as the committer does after a write failed on I/O) serves on:
+/// reads see what was committed before, held snapshots are let go, and commits land.
+#[tokio::test]
+async fn a_file_opened_again_serves_on() {
+    let (_dir, a, b) = space();
+    a.commit(vec![], vec![put(b"k", b"1")]).await.unwrap();
+    assert!(a.get(b"k").unwrap().is_some() && b.get(b"k").unwrap().is_none(), "snapshots held");
+    a.file.reopen(&a.snapshots).unwrap();
+    assert_eq!(a.get(b"k").unwrap().unwrap().value, b"1");
+    a.commit(vec![absent(b"j")], vec![put(b"k", b"2"), put(b"j", b"1")]).await.unwrap();
+    assert_eq!(a.get(b"k").unwrap().unwrap().value, b"2");
+    assert!(b.same_file(&a), "one file still");
 }
