@@ -64,6 +64,8 @@ pub struct Workload {
     /// Sequence numbers for new snapshots, rising across all writers: a snapshot must
     /// come after the table's last one.
     sequence: AtomicI64,
+    /// Each committed table's location: its snapshots' manifest lists are named in it.
+    locations: Vec<String>,
 }
 
 /// What a write's answer says of it, recorded in `op`.
@@ -92,7 +94,12 @@ fn settle(op: &mut Operation, answer: &Option<(u16, Value)>, ok: u16) {
 impl Workload {
     /// Creates namespace `namespace` and its committed tables through `host`.
     pub async fn prepare(host: &Host, namespace: &str) -> Workload {
-        let workload = Workload { namespace: namespace.to_string(), history: History::new(), sequence: 1.into() };
+        let mut workload = Workload {
+            namespace: namespace.to_string(),
+            history: History::new(),
+            sequence: 1.into(),
+            locations: vec![],
+        };
         let created = Host::send(
             host.client.post(format!("{}/v1/catalog/namespaces", host.base)).json(&json!({"namespace": [namespace]})),
         )
@@ -101,6 +108,8 @@ impl Workload {
         for t in 0..COMMITTED {
             let op = workload.create(host, 0, &format!("t{t}")).await;
             assert_eq!(op, Outcome::Ok, "creating table t{t}");
+            let (_, table) = Host::send(host.client.get(host.table(namespace, &format!("t{t}")))).await.unwrap();
+            workload.locations.push(table["metadata"]["location"].as_str().unwrap().to_string());
         }
         workload
     }
@@ -153,7 +162,10 @@ impl Workload {
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
         op.call = self.history.now();
         let url = host.table(&self.namespace, name);
-        let answer = Host::send(host.client.post(url).json(&commit_request(expect, new, sequence))).await;
+        let location = name.strip_prefix('t').and_then(|t| self.locations.get(t.parse::<usize>().ok()?));
+        let manifest_list = format!("{}/metadata/snap-{new}.avro", location.expect("a committed table"));
+        let request = commit_request(expect, new, sequence, &manifest_list);
+        let answer = Host::send(host.client.post(url).json(&request)).await;
         op.ret = self.history.now();
         settle(&mut op, &answer, 200);
         let outcome = op.outcome;
@@ -224,15 +236,16 @@ fn main_of(metadata: &Value) -> i64 {
     metadata["refs"]["main"]["snapshot-id"].as_i64().unwrap_or(-1)
 }
 
-/// A commit adding snapshot `new` (numbered `sequence`) as main, required to find main
-/// at `expect`.
-fn commit_request(expect: i64, new: i64, sequence: i64) -> Value {
+/// A commit adding snapshot `new` (numbered `sequence`, its manifest list named
+/// `manifest_list`, a file that is never read) as main, required to find main at
+/// `expect`.
+fn commit_request(expect: i64, new: i64, sequence: i64, manifest_list: &str) -> Value {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let mut snapshot = json!({
         "snapshot-id": new,
         "sequence-number": sequence,
         "timestamp-ms": now,
-        "manifest-list": format!("file:///nowhere/snap-{new}.avro"),
+        "manifest-list": manifest_list,
         "summary": {"operation": "append"},
         "schema-id": 0
     });
