@@ -228,11 +228,6 @@ fn through(postgres: &PrivatePostgres, port: u16) -> String {
     postgres.url().replace(&format!(":{}/", postgres.port), &format!(":{port}/"))
 }
 
-/// Blocking work (a process's signals, a start) off the async workers.
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(work).await.unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn commits_stay_linearizable_over_two_hosts_without_faults() {
     let Some(postgres) = PrivatePostgres::start() else { return };
@@ -248,14 +243,13 @@ async fn postgres_paused_mid_storm() {
     let Some(postgres) = PrivatePostgres::start() else { return };
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = two_hosts(&postgres, &warehouse);
-    let postgres = Arc::new(postgres);
     scenario("paused", &hosts, || {
-        let (postgres, hosts) = (postgres.clone(), hosts.clone());
+        let (postgres, hosts) = (&postgres, &hosts);
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
             postgres.pause();
             tokio::time::sleep(Duration::from_secs(3)).await;
-            for host in &hosts {
+            for host in hosts {
                 assert_eq!(host.ready().await, 503, "/ready while the catalog's database is frozen");
             }
             postgres.unpause();
@@ -274,19 +268,18 @@ async fn postgres_crashed_and_restarted_mid_storm() {
     let Some(postgres) = PrivatePostgres::start() else { return };
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = two_hosts(&postgres, &warehouse);
-    let postgres = Arc::new(std::sync::Mutex::new(postgres));
+    let postgres = std::sync::Mutex::new(postgres);
     scenario("crashed", &hosts, || {
-        let (postgres, hosts) = (postgres.clone(), hosts.clone());
+        let (postgres, hosts) = (&postgres, &hosts);
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
-            let crashing = postgres.clone();
-            blocking(move || crashing.lock().unwrap().crash()).await;
+            blocking(|| postgres.lock().unwrap().crash());
             tokio::time::sleep(Duration::from_secs(1)).await;
-            for host in &hosts {
+            for host in hosts {
                 assert_eq!(host.ready().await, 503, "/ready while the catalog's database is down");
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
-            blocking(move || postgres.lock().unwrap().resume_service()).await;
+            blocking(|| postgres.lock().unwrap().resume_service());
         }
     })
     .await;
@@ -447,7 +440,7 @@ async fn the_redb_volume_full_then_freed() {
         let volume = &volume;
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
-            blocking_ref(|| volume.fill());
+            blocking(|| volume.fill());
             tokio::time::sleep(Duration::from_secs(3)).await;
             volume.free();
         }
@@ -456,7 +449,8 @@ async fn the_redb_volume_full_then_freed() {
     drop(server);
 }
 
-/// Blocking work that borrows, on this worker (allowed by the multi-thread runtime).
-fn blocking_ref<T>(work: impl FnOnce() -> T) -> T {
+/// Blocking work (a process's signals, a start, filling a disk) on this worker, which
+/// the multi-thread runtime lets block while its tasks move to the others.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(work)
 }

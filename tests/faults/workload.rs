@@ -5,13 +5,13 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 use super::history::{History, Operation, Outcome};
-use crate::support::{schema, token_for};
+use crate::support::{child_of_main_request, main_ancestry, schema, token_for};
 
 /// Tables that always exist and take commits; names that come and go.
 pub const COMMITTED: usize = 3;
@@ -164,7 +164,7 @@ impl Workload {
         let url = host.table(&self.namespace, name);
         let location = name.strip_prefix('t').and_then(|t| self.locations.get(t.parse::<usize>().ok()?));
         let manifest_list = format!("{}/metadata/snap-{new}.avro", location.expect("a committed table"));
-        let request = commit_request(expect, new, sequence, &manifest_list);
+        let request = child_of_main_request((expect >= 0).then_some(expect), new, sequence, &manifest_list);
         let answer = Host::send(host.client.post(url).json(&request)).await;
         op.ret = self.history.now();
         settle(&mut op, &answer, 200);
@@ -220,44 +220,11 @@ impl Workload {
             .flatten()
             .map(|s| s["snapshot-id"].as_i64().unwrap())
             .collect();
-        let mut chain = vec![];
-        let mut at = Some(main_of(metadata)).filter(|id| *id >= 0);
-        while let Some(id) = at {
-            chain.push(id);
-            let snapshot = metadata["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == id).unwrap();
-            at = snapshot["parent-snapshot-id"].as_i64();
-        }
-        (all, chain)
+        (all, main_ancestry(metadata))
     }
 }
 
 /// Main's snapshot in table metadata (-1: none).
 fn main_of(metadata: &Value) -> i64 {
     metadata["refs"]["main"]["snapshot-id"].as_i64().unwrap_or(-1)
-}
-
-/// A commit adding snapshot `new` (numbered `sequence`, its manifest list named
-/// `manifest_list`, a file that is never read) as main, required to find main at
-/// `expect`.
-fn commit_request(expect: i64, new: i64, sequence: i64, manifest_list: &str) -> Value {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-    let mut snapshot = json!({
-        "snapshot-id": new,
-        "sequence-number": sequence,
-        "timestamp-ms": now,
-        "manifest-list": manifest_list,
-        "summary": {"operation": "append"},
-        "schema-id": 0
-    });
-    let expected = (expect >= 0).then_some(expect);
-    if let Some(parent) = expected {
-        snapshot["parent-snapshot-id"] = json!(parent);
-    }
-    json!({
-        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": expected}],
-        "updates": [
-            {"action": "add-snapshot", "snapshot": snapshot},
-            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": new}
-        ]
-    })
 }

@@ -473,12 +473,19 @@ pub async fn race_appends(hosts: &[Api], path: &str, writers: i64, commits: i64)
 pub fn append_request(metadata: &Value, snapshot_id: i64) -> Value {
     let parent = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
     let sequence = metadata["last-sequence-number"].as_i64().unwrap() + 1;
+    child_of_main_request(parent, snapshot_id, sequence, &format!("file:///nowhere/snap-{snapshot_id}.avro"))
+}
+
+/// A commit adding snapshot `snapshot_id` (numbered `sequence`, its manifest list named
+/// `manifest_list`, a file that is never read) as main, the child of `parent`, required
+/// to find main at `parent` (`None`: no snapshot yet).
+pub fn child_of_main_request(parent: Option<i64>, snapshot_id: i64, sequence: i64, manifest_list: &str) -> Value {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     let mut snapshot = json!({
         "snapshot-id": snapshot_id,
         "sequence-number": sequence,
         "timestamp-ms": now,
-        "manifest-list": format!("file:///nowhere/snap-{snapshot_id}.avro"),
+        "manifest-list": manifest_list,
         "summary": {"operation": "append"},
         "schema-id": 0
     });
@@ -505,17 +512,25 @@ pub fn assert_history(metadata: &Value, landed: &BTreeSet<i64>, refused: &BTreeS
     assert!(refused.is_disjoint(&unique), "no refused commit landed");
 
     // The acknowledged commits form one linear history ending at main.
-    let mut chain = BTreeSet::new();
-    let mut at = metadata["current-snapshot-id"].as_i64();
-    while let Some(id) = at {
-        assert!(chain.insert(id), "history has no cycle");
-        let snap = metadata["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == id).unwrap();
-        at = snap["parent-snapshot-id"].as_i64();
-    }
+    let chain: BTreeSet<i64> = main_ancestry(metadata).into_iter().collect();
     assert_eq!(&chain, landed, "every landed commit is an ancestor of main");
     let log: Vec<i64> =
         metadata["snapshot-log"].as_array().unwrap().iter().map(|e| e["snapshot-id"].as_i64().unwrap()).collect();
     assert_eq!(log.len(), landed.len(), "one snapshot-log entry per landed commit");
+}
+
+/// Main's snapshot in table metadata and its ancestors, newest first (none when the
+/// table has no snapshot); panics on a cycle.
+pub fn main_ancestry(metadata: &Value) -> Vec<i64> {
+    let mut chain = vec![];
+    let mut at = metadata["current-snapshot-id"].as_i64().filter(|id| *id >= 0);
+    while let Some(id) = at {
+        assert!(!chain.contains(&id), "history has no cycle");
+        chain.push(id);
+        let snap = metadata["snapshots"].as_array().unwrap().iter().find(|s| s["snapshot-id"] == id).unwrap();
+        at = snap["parent-snapshot-id"].as_i64();
+    }
+    chain
 }
 
 /// Runs `rustberg plugin test <component>` against mount `mount` of a configuration
