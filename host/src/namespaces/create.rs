@@ -172,6 +172,10 @@ async fn place(at: Routed<'_>, properties: &mut [(String, String)]) -> Result<Op
     }
 }
 
+/// The longest pause between tries to claim a new namespace's location that a claim
+/// below it holds (25 ms, 50 ms, … 1.6 s in all).
+const CLAIM_PATIENCE: std::time::Duration = std::time::Duration::from_millis(800);
+
 /// Claims a new namespace's location (if placed) and creates it in its backend; the
 /// stored properties.
 async fn claim_and_create(
@@ -183,23 +187,32 @@ async fn claim_and_create(
         return create_claimed(at, properties, None).await;
     };
     let (warehouse, id) = (at.mount.warehouse()?, at.claim_id());
-    let claim = match placement.claim(warehouse, ClaimKind::Namespace, id).await {
-        Ok(claim) => claim,
-        // Another namespace's location property, or a table's, took it.
-        Err(e) => {
-            return Err(match at.mount.backend.load_namespace(at.local.to_vec()).await {
-                Ok(_) => Error::namespace_exists(at.ns.join(".")),
-                Err(found) if found.kind == BackendErrorKind::NotFound => e,
-                Err(failed) => Error::from_backend(failed, absent(at.ns)),
-            })
+    let mut pause = std::time::Duration::from_millis(25);
+    let claim = loop {
+        match placement.claim(warehouse, ClaimKind::Namespace, id).await {
+            Ok(claim) => break claim,
+            // Another namespace's location property, or a table's, took it; or a table
+            // is being created in a namespace of this name that was just dropped: it
+            // holds its claim below the location until its create fails, so the
+            // location is waited for a little before it is called taken.
+            Err(e) => match at.mount.backend.load_namespace(at.local.to_vec()).await {
+                Ok(_) => return Err(Error::namespace_exists(at.ns.join("."))),
+                Err(found) if found.kind == BackendErrorKind::NotFound && pause <= CLAIM_PATIENCE => {
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                Err(found) if found.kind == BackendErrorKind::NotFound => return Err(e),
+                Err(failed) => return Err(Error::from_backend(failed, absent(at.ns))),
+            },
         }
     };
     let held_before = claim.is_none();
     let stored = create_claimed(at, properties, claim).await?;
     if held_before {
         // The claim was there already (a retry's, or a dropped namespace's of this name
-        // that another host sharing the store was releasing): make sure it still is.
-        if let Err(e) = placement.claim(warehouse, ClaimKind::Namespace, id).await {
+        // that a drop was releasing): make sure it still is. Tables may have been
+        // created in the namespace since, under its location.
+        if let Err(e) = placement.restore(warehouse, id).await {
             undo_create(at.mount, at.local).await;
             return Err(e);
         }

@@ -54,10 +54,16 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
             (Err(e), _) => Err(failed(e)),
         };
     }
+    // Read before the drop: a create of the name on another host may claim the
+    // location again between the drop and the release, and keeps it then.
+    let release = match &mount.warehouse {
+        Some(warehouse) => Some((warehouse, warehouse.index().release_unchanged(at.claim_id()).await?)),
+        None => None,
+    };
     let dropped = async { mount.backend.drop_namespace(at.local.to_vec()).await.map_err(failed) };
     recovery::with_intent(authz, mounts, Effect::Forget { resource }, dropped).await?;
-    if let Some(warehouse) = &mount.warehouse {
-        locations::release_id(warehouse, &at.claim_id()).await;
+    if let Some((warehouse, release)) = release {
+        locations::release_unchanged(warehouse, &release).await;
     }
     if let Some(event) = event {
         teller.write(event).await;

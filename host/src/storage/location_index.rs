@@ -153,6 +153,80 @@ impl LocationIndex {
         Commit { checks, writes, durability: self.claims }
     }
 
+    /// Claims `location` again for `id`, for a namespace created while a drop of the
+    /// same name (same id) was releasing its claim. As `claim`, but claims below it are
+    /// let be: they were made inside the new namespace after it was created, relying on
+    /// its location being its own. A claim `id` holds already is written anew, so that
+    /// the drop's release (`release_unchanged`), made after, leaves it.
+    pub async fn restore(
+        &self,
+        location: &Location,
+        kind: ClaimKind,
+        id: ClaimId,
+        own_namespaces: &[Location],
+    ) -> Result<(), ClaimError> {
+        let key = claim_key(location);
+        // Released or taken between the read and the commit: once more, from what is
+        // there then; a conflict that stays is another's claim above.
+        for _ in 0..3 {
+            let mut commit = self.claim_commit(location, kind, id, own_namespaces);
+            let check = match self.kv.get(&key).await.map_err(store)? {
+                Some(held) if held.value.get(..16) == Some(id.0.as_bytes()) => {
+                    Check::AtVersion(key.clone(), held.version)
+                }
+                Some(_) => break,
+                None => Check::Absent(key.clone()),
+            };
+            for each in &mut commit.checks {
+                if matches!(each, Check::PrefixEmpty(below) if *below == key) {
+                    *each = check.clone();
+                }
+            }
+            match self.kv.make(&commit).await {
+                Ok(()) => return Ok(()),
+                Err(KvError::Conflict) => continue,
+                Err(e) => return Err(store(e)),
+            }
+        }
+        Err(ClaimError::Overlap(location.to_string()))
+    }
+
+    /// The commit that releases every location `id` (a namespace) holds now, and every
+    /// claim below them, unless one of those claims is written again before it is made
+    /// (`restore`): for a namespace's drop, read before the drop, made after it.
+    ///
+    /// A namespace is dropped only when it is empty, so a claim inside it then is a
+    /// table's whose create failed without telling whether it landed (its claim kept
+    /// for safety) and did not, or one whose create is still under way and can no
+    /// longer land. Left, it would keep the namespace's name from being created again.
+    pub async fn release_unchanged(&self, id: ClaimId) -> Result<Commit, ClaimError> {
+        let (mut writes, _) = self.release_writes(id).await?;
+        let mut checks = vec![];
+        for location in writes.clone().iter().filter_map(|w| w.key.strip_prefix(b"loc/".as_slice())) {
+            let key = [b"loc/".as_slice(), location].concat();
+            match self.kv.get(&key).await.map_err(store)? {
+                Some(entry) => checks.push(Check::AtVersion(key.clone(), entry.version)),
+                None => checks.push(Check::Absent(key.clone())),
+            }
+            let end = prefix_end(&key);
+            for inside in self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)? {
+                if inside.key == key {
+                    continue;
+                }
+                checks.push(Check::AtVersion(inside.key.clone(), inside.version));
+                let holder = inside.value.get(..16).and_then(|b| uuid::Uuid::from_slice(b).ok());
+                if let Some(holder) = holder {
+                    let mut owned = owned_prefix(ClaimId(holder));
+                    // `loc/<location>/` holds `<location>`.
+                    owned.extend_from_slice(&inside.key[4..inside.key.len() - 1]);
+                    writes.push(Write { key: owned, value: None });
+                }
+                writes.push(Write { key: inside.key, value: None });
+            }
+        }
+        Ok(Commit { checks, writes, durability: Durability::Now })
+    }
+
     /// The id holding the claim exactly at `location`, if any.
     pub async fn holder(&self, location: &Location) -> Result<Option<ClaimId>, ClaimError> {
         let Some(entry) = self.kv.get(&claim_key(location)).await.map_err(store)? else {
@@ -248,5 +322,37 @@ mod tests {
         assert_eq!(index.release(table).await.unwrap(), 2);
         assert_eq!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap(), None);
         index.claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, ClaimId::new(), own).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_namespace_restores_its_claim_over_its_own_tables_only() {
+        let (_dir, index) = index();
+        let ns = at("s3://b/wh/sales");
+        let sales = ClaimId::of_namespace("root", &["sales".into()]);
+        // Its claim released by a drop of the same name, a table created in it since.
+        index
+            .claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, ClaimId::new(), std::slice::from_ref(&ns))
+            .await
+            .unwrap();
+        assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.is_err(), "a plain claim refuses it");
+        index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
+        assert_eq!(index.holder(&ns).await.unwrap(), Some(sales));
+        index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
+        // A drop's release read before the claim was restored leaves it.
+        let release = index.release_unchanged(sales).await.unwrap();
+        index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
+        assert!(matches!(index.key_space().make(&release).await, Err(KvError::Conflict)));
+        assert_eq!(index.holder(&ns).await.unwrap(), Some(sales));
+        // Released after a drop, with what a create that failed left inside it.
+        let release = index.release_unchanged(sales).await.unwrap();
+        index.key_space().make(&release).await.unwrap();
+        assert_eq!(index.holder(&ns).await.unwrap(), None);
+        assert_eq!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap(), None);
+        assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap(), "claimed anew");
+        index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
+        // Never over another's claim, at it or above it.
+        let other = ClaimId::of_namespace("root", &["other".into()]);
+        assert!(index.restore(&ns, ClaimKind::Namespace, other, &[]).await.is_err());
+        assert!(index.restore(&at("s3://b/wh/sales/orders/x"), ClaimKind::Namespace, other, &[]).await.is_err());
     }
 }

@@ -10,7 +10,7 @@ use super::{no_such_namespace, Ident};
 use crate::error::Error;
 use crate::mounts::Mount;
 use crate::sandbox::BackendErrorKind;
-use crate::storage::kv::Commit;
+use crate::storage::kv::{Commit, KvError};
 use crate::storage::location::{Location, LocationError};
 use crate::storage::location_index::{ClaimId, ClaimKind};
 use crate::storage::warehouse::Warehouse;
@@ -107,6 +107,11 @@ impl Placement {
     pub async fn claim(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> Result<Option<NewClaim>, Error> {
         let new = warehouse.index().claim(&self.location, kind, id, &self.chain.0).await?;
         Ok(new.then(|| NewClaim { location: self.location.clone(), id }))
+    }
+
+    /// Claims a namespace's location again (`LocationIndex::restore`).
+    pub async fn restore(&self, warehouse: &Warehouse, id: ClaimId) -> Result<(), Error> {
+        Ok(warehouse.index().restore(&self.location, ClaimKind::Namespace, id, &self.chain.0).await?)
     }
 
     /// The commit `claim` makes, to be made with another to the host key space, and the
@@ -298,10 +303,20 @@ pub async fn release_all(warehouse: &Warehouse, location: &Location) {
     }
 }
 
-/// Releases every location `id` holds (a dropped namespace knows its id without
-/// reading anything: it is derived from the namespace).
-pub async fn release_id(warehouse: &Warehouse, id: &ClaimId) {
+/// Releases every location `id` holds.
+async fn release_id(warehouse: &Warehouse, id: &ClaimId) {
     if let Err(e) = warehouse.index().release(*id).await {
         tracing::warn!(error = %e, "could not release the location claims of a dropped entry");
+    }
+}
+
+/// Releases what `release` (`LocationIndex::release_unchanged`, read before a
+/// namespace's drop) releases, after the drop; left where a create of the same name
+/// claimed it again meanwhile.
+pub async fn release_unchanged(warehouse: &Warehouse, release: &Commit) {
+    match warehouse.index().key_space().make(release).await {
+        Ok(()) => {}
+        Err(KvError::Conflict) => tracing::debug!("a dropped namespace's claim was taken again by its name's create"),
+        Err(e) => tracing::warn!(error = %e, "could not release the location claims of a dropped namespace"),
     }
 }
