@@ -128,8 +128,8 @@ impl Endpoint {
             && !(places_tables && matches!(self, Endpoint::RegisterTable | Endpoint::UnregisterTable))
     }
 
-    /// Whether a 5xx answer to it means the change may or may not have applied (the
-    /// spec's commit-state-unknown): the compare-and-set of one table, several, a view.
+    /// Whether it is a compare-and-set of one table, several, or a view (a 409 to it is
+    /// a CommitFailedException).
     pub fn commits(self) -> bool {
         matches!(self, Endpoint::UpdateTable | Endpoint::CommitTransaction | Endpoint::ReplaceView)
     }

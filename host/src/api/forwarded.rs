@@ -98,6 +98,18 @@ pub async fn send(mount: &Mount, headers: &HeaderMap, request: Request<'_>) -> R
     };
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     if status.is_success() {
+        // The remote says the change is made, in words that cannot be read: not a
+        // failure (a client told so would make it again), but nothing to answer with.
+        if request.endpoint.mutating() && !answer.body.is_empty() && !is_json(&answer.body) {
+            return Err(Error::CommitStateUnknown(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "{}: the remote answered HTTP {status} to the change, but its answer is not JSON: \
+                     reload and check",
+                    mount.label()
+                ),
+            ));
+        }
         return Ok(Bytes::from(answer.body));
     }
     Err(refusal(mount, request.endpoint, status, &answer.body))
@@ -147,7 +159,9 @@ fn refusal(mount: &Mount, endpoint: Endpoint, status: StatusCode, body: &[u8]) -
             mount.label()
         )),
         501 => Error::Unsupported(said),
-        500..=599 if endpoint.commits() => Error::CommitStateUnknown(
+        // A change answered with a server error may have been made before the error
+        // (a proxy's, or the remote's own bookkeeping after its commit).
+        500..=599 if endpoint.mutating() => Error::CommitStateUnknown(
             if status == StatusCode::INTERNAL_SERVER_ERROR { StatusCode::BAD_GATEWAY } else { status },
             format!("the commit state is unknown: {said}"),
         ),
@@ -160,6 +174,10 @@ fn refusal(mount: &Mount, endpoint: Endpoint, status: StatusCode, body: &[u8]) -
         // A redirect or an informational status: nothing the protocol answers with.
         _ => Error::BadGateway(format!("{}: the remote answered HTTP {status}", mount.label())),
     }
+}
+
+fn is_json(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
 }
 
 /// The Iceberg error type and message of an error answer, or its text.
