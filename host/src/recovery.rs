@@ -51,8 +51,8 @@ pub async fn carry_through<T>(
     let settled = match &outcome {
         // The change landed: its answer is success whatever befalls the bookkeeping (an
         // error would tell the client it did not). A store failing now is retried a
-        // few times; an intent still left is settled by the repair that runs every
-        // minute (`repair_every_minute`).
+        // few times; an intent still left is settled by the repair that runs while
+        // serving (`repair_while_serving`).
         Ok(_) => fulfil_retrying(authz, &intent).await,
         Err(e) if !e.may_have_applied() => authz.abandon(&intent).await,
         Err(_) => settle(authz, mounts, &intent).await.map(|_| ()),
@@ -60,6 +60,7 @@ pub async fn carry_through<T>(
     if let Err(e) = settled {
         tracing::warn!(effect = ?intent.effect, error = %e, "an intent stays for the repair");
     }
+    authz.carried(&intent);
     outcome
 }
 
@@ -78,28 +79,20 @@ async fn fulfil_retrying(authz: &Authorizer, intent: &Intent) -> Result<(), Erro
     authz.fulfil(intent).await
 }
 
-/// How old an intent must be before the repair that runs while serving settles it: a
-/// request carrying it out has long ended (or failed) by then.
-const REPAIR_AFTER_SECS: u64 = 60;
+/// How often the host looks for intents that a failure left behind while serving.
+const REPAIR_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Settles, once a minute, the intents that a failure of the store left behind while
-/// serving (those older than [`REPAIR_AFTER_SECS`]), so that none waits for a restart.
-pub async fn repair_every_minute(authz: &Authorizer, mounts: &Mounts) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+/// Settles, every few seconds, the intents that a failure of the store left behind
+/// while serving (those no request carries out any more), so that none waits for a
+/// restart.
+pub async fn repair_while_serving(authz: &Authorizer, mounts: &Mounts) {
+    let mut every = tokio::time::interval(REPAIR_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        let Ok(intents) = authz.intents().await else { continue };
-        for intent in intents.into_iter().filter(|i| i.age_secs() >= REPAIR_AFTER_SECS) {
-            match settle(authz, mounts, &intent).await {
-                Ok(how) => {
-                    tracing::warn!(effect = ?intent.effect, outcome = ?how, "repair: settled a change a failure left")
-                }
-                Err(e) => tracing::debug!(effect = ?intent.effect, error = %e, "repair: cannot settle yet"),
-            }
-        }
+        let _ = repair(authz, mounts).await;
     }
 }
-
 /// Fulfils `intent` if the backend shows its change, abandons it if not; which of the
 /// two it did.
 async fn settle(authz: &Authorizer, mounts: &Mounts, intent: &Intent) -> Result<Settled, Error> {
@@ -142,24 +135,27 @@ async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
     }
 }
 
-/// Settles every intent a crash left behind, but those another host sharing the store
-/// may still be carrying out. Returns how many it settled and how many it left (each
-/// reported in the log).
+/// Settles every intent left behind (by a crash, or by a store that failed while it
+/// was being settled), but those a request may still be carrying out
+/// (`Authorizer::may_be_in_flight`). Returns how many it settled and how many it left
+/// (each reported in the log).
 pub async fn repair(authz: &Authorizer, mounts: &Mounts) -> Result<(usize, usize), Error> {
     let (mut settled, mut left) = (0, 0);
-    for intent in authz.intents().await? {
+    let intents = authz.intents().await?;
+    authz.forget_seen_but(&intents);
+    for intent in intents {
         if authz.may_be_in_flight(&intent) {
-            tracing::info!(effect = ?intent.effect, "start-up repair: left alone, another host may be serving it");
+            tracing::debug!(effect = ?intent.effect, "repair: left alone, a request may be carrying it out");
             left += 1;
             continue;
         }
         match settle(authz, mounts, &intent).await {
             Ok(how) => {
-                tracing::warn!(effect = ?intent.effect, outcome = ?how, "start-up repair: settled a change a crash interrupted");
+                tracing::warn!(effect = ?intent.effect, outcome = ?how, "repair: settled a change a failure left");
                 settled += 1;
             }
             Err(e) => {
-                tracing::error!(effect = ?intent.effect, error = %e, "start-up repair: cannot settle; the next start tries again");
+                tracing::warn!(effect = ?intent.effect, error = %e, "repair: cannot settle yet; trying again later");
                 left += 1;
             }
         }

@@ -317,7 +317,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     });
     // Intents a failing store left while serving are settled without a restart.
     let repairer = state.clone();
-    tokio::spawn(async move { crate::recovery::repair_every_minute(&repairer.authz, &repairer.mounts).await });
+    tokio::spawn(async move { crate::recovery::repair_while_serving(&repairer.authz, &repairer.mounts).await });
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("binding {}", config.server.listen))?;

@@ -16,9 +16,14 @@
 //!
 //! Only an intent no request is carrying out any more may be settled by another:
 //! settled while its change is under way, it would be abandoned just before the
-//! change lands. On one host, creates and drops of one namespace run one at a time
-//! (`tables::serial`), so a create that finds its name's intent finds one its request
-//! left; another host sharing the store may still be carrying its own out.
+//! change lands. Each process knows the intents it is carrying out ([`InFlight`]); one
+//! another host sharing the store recorded is taken as under way until this host has
+//! seen it waiting for [`SHARED_GRACE`], by its own clock: hosts' clocks are never
+//! compared, so one set wrong settles nothing early.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -45,8 +50,13 @@ pub struct Intent {
     /// Its key in the host key space.
     #[serde(skip)]
     key: Vec<u8>,
-    /// When it was recorded (seconds since the epoch).
+    /// When it was recorded (seconds since the epoch, by the recording host's clock:
+    /// for people reading it, not for deciding anything).
     pub at: u64,
+    /// The process that recorded it ([`InFlight`]); empty in intents recorded before
+    /// processes named themselves.
+    #[serde(default)]
+    by: String,
     #[serde(flatten)]
     pub effect: Effect,
 }
@@ -61,16 +71,30 @@ impl Intent {
         intent.key = entry.key;
         Ok(intent)
     }
-
-    /// How long ago it was recorded, in seconds.
-    pub fn age_secs(&self) -> u64 {
-        now().saturating_sub(self.at)
-    }
 }
 
-/// On a store several hosts share, an intent younger than this may belong to a request
-/// another host is still serving.
-const SHARED_GRACE_SECS: u64 = 600;
+/// On a store several hosts share, an intent another host recorded is taken as under
+/// way until this host has seen it waiting this long: no request runs for so long.
+const SHARED_GRACE: Duration = Duration::from_secs(600);
+
+/// The intents this process is carrying out, and when it first saw each intent of
+/// another process still waiting.
+pub struct InFlight {
+    /// This process's name in the intents it records.
+    process: String,
+    carrying: Mutex<HashSet<Vec<u8>>>,
+    seen: Mutex<HashMap<Vec<u8>, Instant>>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            process: uuid::Uuid::new_v4().simple().to_string(),
+            carrying: Mutex::default(),
+            seen: Mutex::default(),
+        }
+    }
+}
 
 /// One key per root namespace being created: two creators of one name meet here.
 fn own_key(root: &str) -> Vec<u8> {
@@ -82,8 +106,8 @@ fn unowned(root: &str) -> [Check; 2] {
     [Check::Absent(owner_key(root)), Check::Absent(own_key(root))]
 }
 
-/// An intent for `effect` and the commit that records it.
-fn recording(effect: Effect) -> Result<(Intent, Commit), Error> {
+/// An intent for `effect`, by `process`, and the commit that records it.
+fn recording(effect: Effect, process: &str) -> Result<(Intent, Commit), Error> {
     let mut checks = vec![];
     let (key, durability) = match &effect {
         Effect::Own { root, .. } => {
@@ -94,7 +118,7 @@ fn recording(effect: Effect) -> Result<(Intent, Commit), Error> {
         // The change may be in another store: the intent is on disk before it.
         _ => (format!("{INTENT}{}", uuid::Uuid::now_v7().simple()).into_bytes(), Durability::Now),
     };
-    let intent = Intent { key, at: now(), effect };
+    let intent = Intent { key, at: now(), by: process.to_string(), effect };
     let value = serde_json::to_vec(&intent).map_err(|e| Error::Internal(e.to_string()))?;
     let writes = vec![Write { key: intent.key.clone(), value: Some(value) }];
     Ok((intent, Commit { checks, writes, durability }))
@@ -108,26 +132,36 @@ impl Authorizer {
     /// Records an intent before its backend change. Creating a root namespace that has
     /// an owner, or that somebody else is creating right now, is refused here (409).
     pub async fn intend(&self, effect: Effect) -> Result<Intent, Error> {
-        let (intent, commit) = recording(effect)?;
-        match self.space.make(&commit).await {
-            Ok(()) => Ok(intent),
+        let (intent, commit) = recording(effect, &self.in_flight.process)?;
+        let carrying = self.carry(&intent);
+        let refused = match self.space.make(&commit).await {
+            Ok(()) => return Ok(intent),
             Err(KvError::Conflict) => match &intent.effect {
-                Effect::Own { root, .. } => Err(Error::namespace_exists(root)),
-                _ => Err(Error::Internal("an intent key was taken twice".into())),
+                Effect::Own { root, .. } => Error::namespace_exists(root),
+                _ => Error::Internal("an intent key was taken twice".into()),
             },
-            Err(e) => Err(store_err(e)),
+            Err(e) => store_err(e),
+        };
+        if carrying {
+            self.carried(&intent);
         }
+        Err(refused)
     }
 
     /// As `intend`, in one commit with `also` (to the host key space: a location's
     /// claim). `None` if a check of either failed, without saying which.
     pub async fn intend_with(&self, effect: Effect, also: Commit) -> Result<Option<Intent>, Error> {
-        let (intent, commit) = recording(effect)?;
-        match self.space.make(&commit.join(also)).await {
-            Ok(()) => Ok(Some(intent)),
+        let (intent, commit) = recording(effect, &self.in_flight.process)?;
+        let carrying = self.carry(&intent);
+        let refused = match self.space.make(&commit.join(also)).await {
+            Ok(()) => return Ok(Some(intent)),
             Err(KvError::Conflict) => Ok(None),
             Err(e) => Err(store_err(e)),
+        };
+        if carrying {
+            self.carried(&intent);
         }
+        refused
     }
 
     /// The commit that makes `tenant` the owner of the new root namespace `root` with no
@@ -182,10 +216,38 @@ impl Authorizer {
         self.applied(&[key.as_slice()]).await
     }
 
-    /// Whether another host sharing the store may still be carrying `intent` out, so
-    /// that settling it now could abandon a change about to land (see the module note).
+    /// Marks `intent` as carried out by this process, before it is recorded (a
+    /// repair running meanwhile must not take it for one left behind). False when a
+    /// request of this process carries it already (a create of the same root).
+    fn carry(&self, intent: &Intent) -> bool {
+        self.in_flight.carrying.lock().unwrap().insert(intent.key.clone())
+    }
+
+    /// This process no longer carries `intent` out, settled or not.
+    pub fn carried(&self, intent: &Intent) {
+        self.in_flight.carrying.lock().unwrap().remove(&intent.key);
+    }
+
+    /// Whether a request may still be carrying `intent` out, so that settling it now
+    /// could abandon a change about to land (see the module note): one of this
+    /// process's while it carries it; another process's on a store no other host
+    /// shares never (it was left by an earlier run of this host); another host's
+    /// until this host has seen it waiting for [`SHARED_GRACE`].
     pub fn may_be_in_flight(&self, intent: &Intent) -> bool {
-        self.shared() && intent.age_secs() < SHARED_GRACE_SECS
+        if intent.by == self.in_flight.process {
+            return self.in_flight.carrying.lock().unwrap().contains(&intent.key);
+        }
+        if !self.shared() {
+            return false;
+        }
+        let mut seen = self.in_flight.seen.lock().unwrap();
+        seen.entry(intent.key.clone()).or_insert_with(Instant::now).elapsed() < SHARED_GRACE
+    }
+
+    /// Forgets when it first saw intents no longer waiting (all but `waiting`).
+    pub fn forget_seen_but(&self, waiting: &[Intent]) {
+        let keys: HashSet<&[u8]> = waiting.iter().map(|i| i.key.as_slice()).collect();
+        self.in_flight.seen.lock().unwrap().retain(|key, _| keys.contains(key.as_slice()));
     }
 
     /// The intent to create the root namespace `root`, if one is waiting.

@@ -169,6 +169,8 @@ pub struct Authorizer {
     /// On a shared store, the reads of the version key, shared by requests that ask at once.
     version_reads: SharedReads,
     audit: Arc<AuditLog>,
+    /// The intents this process carries out, and those of other hosts it has seen.
+    in_flight: intents::InFlight,
 }
 
 impl Authorizer {
@@ -182,6 +184,7 @@ impl Authorizer {
             applying: tokio::sync::Mutex::new(()),
             version_reads: SharedReads::of(changes::VERSION),
             audit: Arc::new(AuditLog::off()),
+            in_flight: intents::InFlight::default(),
         };
         let loaded = authz.load_all().await?;
         authz.install(loaded);
