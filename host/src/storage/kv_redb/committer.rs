@@ -2,6 +2,7 @@
 //! and applies them, each on its own checks, in one write transaction (see the room's
 //! opening comment for when that transaction is made durable).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -71,6 +72,9 @@ impl Committer {
     }
 }
 
+/// How often a file that could not be opened again is tried again.
+const REOPEN_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The committer's loop: takes each batch, commits it, and makes `Soon` commits durable
 /// when nothing else will (see the module's comment); opens the file again when redb
 /// refuses writes after one failed on I/O. Ends when the queue closes, with every
@@ -85,13 +89,16 @@ pub(super) fn run(
     // Transactions committed without an fsync since the last one with.
     let mut unsynced = 0;
     loop {
-        let first = if unsynced == 0 {
+        // A file that could not be opened again is tried again while idle too: reads
+        // fail until it is open, and a request may read before it ever commits.
+        let closed = file.db().is_err() && file.reopen(snapshots).is_err();
+        let first = if unsynced == 0 && !closed {
             match queued.recv() {
                 Ok(first) => first,
                 Err(_) => return,
             }
         } else {
-            match queued.recv_timeout(SYNC_WHEN_IDLE) {
+            match queued.recv_timeout(if closed { REOPEN_EVERY } else { SYNC_WHEN_IDLE }) {
                 Ok(first) => first,
                 // Idle, or the store closing.
                 Err(idle_or_closed) => {
@@ -121,21 +128,37 @@ pub(super) fn run(
                 }
             },
         };
-        let failed = commit_batch(&db, snapshots, versions, batch, durable, transactions);
+        // A failed write can leave redb's pages in memory inconsistent, and a later
+        // transaction can then panic inside redb (seen with writes and syncs failing at
+        // random): the batch's commits are told the committer stopped (their outcome
+        // unknown), and the file is opened again, as after a refused write.
+        let committed =
+            catch_unwind(AssertUnwindSafe(|| commit_batch(&db, snapshots, versions, batch, durable, transactions)));
         unsynced = if durable { 0 } else { unsynced + 1 };
-        if failed && poisoned(&db) {
-            drop(db);
-            if let Err(e) = file.reopen(snapshots) {
-                tracing::error!(error = %e, "the catalog file could not be opened again; the next commit tries again");
+        let open_again = match committed {
+            // After a write that failed on I/O, redb's pages in memory may no longer be
+            // what the file holds, whether or not it refuses later writes: they are
+            // read again from the file rather than trusted.
+            Ok(failed) => failed,
+            Err(_) => {
+                tracing::error!("redb panicked while committing; the catalog file is opened again");
+                true
+            }
+        };
+        if open_again {
+            let reopened = catch_unwind(AssertUnwindSafe(|| {
+                drop(db);
+                file.reopen(snapshots)
+            }));
+            match reopened {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(error = %e, "the catalog file could not be opened again; the next commit tries again")
+                }
+                Err(_) => tracing::error!("redb panicked closing the catalog file; the next commit opens it again"),
             }
         }
     }
-}
-
-/// Whether redb refuses every write on `db` since one failed on I/O: it wants the file
-/// closed and opened again. (Nothing else writes: the committer is the only writer.)
-fn poisoned(db: &Database) -> bool {
-    matches!(db.begin_write(), Err(redb::TransactionError::Storage(redb::StorageError::PreviousIo)))
 }
 
 impl Drop for Committer {

@@ -117,7 +117,9 @@ struct File {
 impl File {
     /// The open database; an error while it is closed for reopening.
     fn db(&self) -> Result<Arc<Database>, KvError> {
-        let db = self.db.read().expect("the catalog file").clone();
+        // A panic inside redb while the file was being closed (caught by the committer)
+        // leaves the lock poisoned, and the slot empty: the next commit opens it again.
+        let db = self.db.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         db.ok_or_else(|| KvError::Store("the catalog file is being opened again after a failed write".into()))
     }
 
@@ -125,7 +127,7 @@ impl File {
     /// it must be gone first: the read snapshots are dropped, and reads still under way
     /// are waited for (up to a second; then the next commit tries again).
     fn reopen(&self, snapshots: &Snapshots) -> Result<(), KvError> {
-        let mut slot = self.db.write().expect("the catalog file");
+        let mut slot = self.db.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         slot.take();
         for _ in 0..100 {
             snapshots.committed();
