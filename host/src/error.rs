@@ -157,7 +157,7 @@ impl Error {
             K::AlreadyExists => Error::AlreadyExists(e.message),
             K::Conflict => Error::CommitFailed(e.message),
             K::Unsupported => Error::Unsupported(message),
-            K::Unavailable => Error::Unavailable(message),
+            K::Unavailable | K::Busy => Error::Unavailable(message),
             K::BadRequest => Error::BadRequest(message),
             K::BadGateway => Error::BadGateway(message),
             K::Internal | K::Trapped | K::TimedOut | K::OutOfMemory => Error::Internal(message),
@@ -171,7 +171,7 @@ impl Error {
 pub fn change_failed(e: BackendError, absent: impl FnOnce(String) -> Error) -> Error {
     use crate::sandbox::BackendErrorKind as K;
     let status = match e.kind {
-        K::NotFound | K::AlreadyExists | K::Conflict | K::BadRequest | K::Unsupported => {
+        K::NotFound | K::AlreadyExists | K::Conflict | K::BadRequest | K::Unsupported | K::Busy => {
             return Error::from_backend(e, absent)
         }
         K::TimedOut => StatusCode::GATEWAY_TIMEOUT,

@@ -130,7 +130,11 @@ async fn exists(mounts: &Mounts, resource: &Resource) -> Result<bool, Error> {
         Err(e) if e.kind == BackendErrorKind::NotFound => Ok(false),
         Err(e) => {
             let why = format!("cannot tell whether {resource} exists: {e}");
-            Err(if e.kind == BackendErrorKind::Unavailable { Error::Unavailable(why) } else { Error::Internal(why) })
+            Err(if matches!(e.kind, BackendErrorKind::Unavailable | BackendErrorKind::Busy) {
+                Error::Unavailable(why)
+            } else {
+                Error::Internal(why)
+            })
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{absent, Routed};
 use crate::authz::{Authorizer, Effect};
-use crate::error::Error;
+use crate::error::{change_failed, Error};
 use crate::events::{Operation, Teller};
 use crate::mounts::{Mount, Mounts};
 use crate::recovery;
@@ -245,11 +245,13 @@ async fn create_claimed(at: Routed<'_>, properties: Properties, claim: Option<Ne
     }
 }
 
-/// The answer to a failed create of `ns`.
+/// The answer to a failed create of `ns`: a failure that may have come after the
+/// backend made it (a store that failed mid-commit, a trap) is no claim that it did
+/// not.
 fn create_failed(e: BackendError, ns: &[String]) -> Error {
     match e.kind {
         BackendErrorKind::AlreadyExists => Error::namespace_exists(ns.join(".")),
-        _ => Error::from_backend(e, absent(&ns[..ns.len() - 1])),
+        _ => change_failed(e, absent(&ns[..ns.len() - 1])),
     }
 }
 

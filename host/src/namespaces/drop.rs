@@ -3,12 +3,13 @@
 
 use super::{absent, Routed};
 use crate::authz::{Authorizer, Effect, Resource};
-use crate::error::Error;
+use crate::error::{change_failed, Error};
 use crate::events::{Operation, Teller};
 use crate::mounts::Mounts;
 use crate::recovery;
 use crate::sandbox::attempt::{Ridden, Rider};
 use crate::sandbox::{BackendError, BackendErrorKind};
+use crate::storage::kv::Commit;
 use crate::tables::{locations, serial};
 
 /// Drops the empty namespace `at` and forgets what the host held for it. Where the
@@ -24,16 +25,22 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
     // A create of the name just after the drop would share the claim released below.
     let _turn = serial::namespace_one_at_a_time(&mount.space, at.local).await;
     let resource = Resource::Namespace(at.ns.to_vec());
+    // A failure that may have come after the backend dropped it is no claim that it
+    // did not.
     let failed = |e: BackendError| match e.kind {
         BackendErrorKind::Conflict => Error::NamespaceNotEmpty(format!("namespace {} is not empty", at.ns.join("."))),
-        _ => Error::from_backend(e, absent(at.ns)),
+        _ => change_failed(e, absent(at.ns)),
     };
     let space = authz.key_space();
     let event = teller.commit(vec![Operation::DropNamespace { namespace: at.ns.to_vec() }]);
     if mount.backend.carries_riders_to(space) {
         let (mut commit, forgotten) = authz.forgetting(&resource).await?;
         if let Some(warehouse) = &mount.warehouse {
-            commit = commit.join(warehouse.index().release_commit(at.claim_id()).await?);
+            // Its claim and those inside it (`release_unchanged`), unconditionally: the
+            // backend's commit drops the namespace only if it is empty, at the same
+            // moment, so nothing inside can be a table's.
+            let release = warehouse.index().release_unchanged(at.claim_id()).await?;
+            commit = commit.join(Commit { checks: vec![], ..release });
         }
         // The host key space is the outbox's.
         if let Some(event) = event {

@@ -45,6 +45,8 @@ pub enum BackendErrorKind {
     Conflict,
     Unsupported,
     Unavailable,
+    /// Every call slot of the mount stayed taken: the call was never made.
+    Busy,
     BadRequest,
     Internal,
     /// The component trapped (a panic, an invalid operation).
@@ -67,6 +69,7 @@ impl BackendErrorKind {
             BackendErrorKind::Conflict => "conflict",
             BackendErrorKind::Unsupported => "unsupported",
             BackendErrorKind::Unavailable => "unavailable",
+            BackendErrorKind::Busy => "busy",
             BackendErrorKind::BadRequest => "bad_request",
             BackendErrorKind::Internal => "internal",
             BackendErrorKind::Trapped => "trapped",
@@ -80,7 +83,13 @@ impl BackendErrorKind {
     /// refused. After any other failure (a trap, a timeout, an unreachable store)
     /// the change may have applied, and what the host wrote for it must stay.
     pub fn did_not_apply(self) -> bool {
-        matches!(self, BackendErrorKind::NotFound | BackendErrorKind::AlreadyExists | BackendErrorKind::Conflict)
+        matches!(
+            self,
+            BackendErrorKind::NotFound
+                | BackendErrorKind::AlreadyExists
+                | BackendErrorKind::Conflict
+                | BackendErrorKind::Busy
+        )
     }
 
     /// Whether the backend refused the call before doing anything: it said what was

@@ -178,7 +178,7 @@ impl<K: Kind> InstancePool<K> {
             Ok(Ok(slot)) => slot,
             _ => {
                 return Err(self.failure(
-                    BackendErrorKind::Unavailable,
+                    BackendErrorKind::Busy,
                     format!("the {} is busy: all {} of its call slots stayed taken", K::NOUN, self.limits.pool_size),
                 ))
             }

@@ -254,13 +254,6 @@ impl LocationIndex {
         Ok(released)
     }
 
-    /// The commit that releases every location claimed under `id`, to be made with
-    /// another (a namespace's drop), in this index's key space.
-    pub async fn release_commit(&self, id: ClaimId) -> Result<Commit, ClaimError> {
-        let (writes, _) = self.release_writes(id).await?;
-        Ok(Commit { checks: vec![], writes, durability: Durability::Now })
-    }
-
     async fn release_writes(&self, id: ClaimId) -> Result<(Vec<Write>, usize), ClaimError> {
         let prefix = owned_prefix(id);
         let end = prefix_end(&prefix);
