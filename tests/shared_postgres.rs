@@ -182,9 +182,9 @@ async fn grants_and_revocations_apply_on_every_host_at_once() {
 }
 
 /// On a shared store, an intent to create a root namespace that another host may still
-/// be carrying out (younger than ten minutes) is not settled by a second create of the
-/// name, which answers 409; one older than that was left by a host that stopped, and
-/// the next create settles it and proceeds.
+/// be carrying out (this host has not seen it waiting for ten minutes) is not settled by
+/// a second create of the name, which answers 409; one recorded a day ago was left by a
+/// host that stopped, and the next create settles it and proceeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_root_another_host_may_be_creating_is_left_to_it() {
     use rustberg::storage::kv::{PgStore, Write};
@@ -196,7 +196,8 @@ async fn a_root_another_host_may_be_creating_is_left_to_it() {
         key: format!("intent/own/{root}").into_bytes(),
         value: Some(serde_json::to_vec(&json!({"at": at, "effect": "own", "root": root, "tenant": "ops"})).unwrap()),
     };
-    host.commit(&[], &[intent("busy", now), intent("left", now - 3600)]).await.unwrap();
+    let hour = 3600;
+    host.commit(&[], &[intent("busy", now - hour), intent("left", now - 25 * hour)]).await.unwrap();
 
     let busy = a.post("/namespaces", json!({"namespace": ["busy"]})).await;
     assert_eq!(busy.0, 409, "{}", busy.1);

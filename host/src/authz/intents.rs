@@ -18,8 +18,9 @@
 //! settled while its change is under way, it would be abandoned just before the
 //! change lands. Each process knows the intents it is carrying out ([`InFlight`]); one
 //! another host sharing the store recorded is taken as under way until this host has
-//! seen it waiting for [`SHARED_GRACE`], by its own clock: hosts' clocks are never
-//! compared, so one set wrong settles nothing early.
+//! seen it waiting for [`SHARED_GRACE`], by its own clock, so a host whose clock is
+//! wrong settles nothing early; only one recorded a day ago by the recorder's clock
+//! (a host that stopped long ago) is settled at once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -76,6 +77,11 @@ impl Intent {
 /// On a store several hosts share, an intent another host recorded is taken as under
 /// way until this host has seen it waiting this long: no request runs for so long.
 const SHARED_GRACE: Duration = Duration::from_secs(600);
+
+/// An intent recorded this long ago (by the recording host's clock, read by this
+/// one's) was left by a host that stopped, unless the two clocks are a day apart: it is
+/// settled without waiting [`SHARED_GRACE`] (a host that starts finds those at once).
+const LONG_ABANDONED: Duration = Duration::from_secs(24 * 3600);
 
 /// The intents this process is carrying out, and when it first saw each intent of
 /// another process still waiting.
@@ -232,12 +238,13 @@ impl Authorizer {
     /// could abandon a change about to land (see the module note): one of this
     /// process's while it carries it; another process's on a store no other host
     /// shares never (it was left by an earlier run of this host); another host's
-    /// until this host has seen it waiting for [`SHARED_GRACE`].
+    /// until this host has seen it waiting for [`SHARED_GRACE`], or it was recorded a
+    /// day ago.
     pub fn may_be_in_flight(&self, intent: &Intent) -> bool {
         if intent.by == self.in_flight.process {
             return self.in_flight.carrying.lock().unwrap().contains(&intent.key);
         }
-        if !self.shared() {
+        if !self.shared() || now().saturating_sub(intent.at) >= LONG_ABANDONED.as_secs() {
             return false;
         }
         let mut seen = self.in_flight.seen.lock().unwrap();
