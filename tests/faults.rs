@@ -5,10 +5,11 @@
 //! meanwhile. The checker is itself tested: a build that skips commit requirements must
 //! be caught.
 //!
-//! CI runs each scenario a few times with fixed seeds; `FAULT_RUNS=50` runs more (the
+//! CI runs each scenario twice with fixed seeds; `FAULT_RUNS=50` runs more (the
 //! nightly size), `FAULT_SEED` picks the first seed. Results: docs/reliability.md.
 
 mod history;
+mod leftovers;
 mod workload;
 
 use std::future::Future;
@@ -16,11 +17,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use history::{check, Outcome, Verdict};
-use workload::{Host, Workload, COMMITTED};
+use history::{check, Operation, Outcome, Verdict};
+use leftovers::{leftovers, undecided};
+use workload::{Host, Workload, COMMITTED, PAIR};
 
+use reqwest::Method;
 use serde_json::json;
 
+use crate::support::http_faults::{Faults, HttpFaults};
 use crate::support::moto::{s3_storage, Moto};
 use crate::support::postgres::PrivatePostgres;
 use crate::support::toxiproxy::{Proxy, Toxiproxy};
@@ -32,10 +36,12 @@ const WRITERS: usize = 16;
 const RECOMMITTER: usize = 90;
 /// How long after a fault heals every host must commit again.
 const RECOVERY_BOUND: Duration = Duration::from_secs(30);
+/// How soon after a run every intent must be settled.
+const INTENTS_SETTLED_WITHIN: Duration = Duration::from_secs(20);
 
 /// How many seeded runs each scenario makes, and the first seed.
 fn runs() -> (usize, u64) {
-    let runs = std::env::var("FAULT_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let runs = std::env::var("FAULT_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
     let seed = std::env::var("FAULT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     (runs, seed)
 }
@@ -75,7 +81,7 @@ struct Findings {
 /// One seeded run: `WRITERS` writers over `hosts` in namespace `namespace` while
 /// `fault` plays (it returns when the fault has healed); then every host is waited for
 /// until it commits again, every name read once more, and the history checked.
-async fn run<F: Future<Output = ()>>(hosts: &[Host], namespace: &str, seed: u64, fault: F) -> Findings {
+async fn run<F: Future<Output = ()>>(hosts: &[Host], namespace: &[String], seed: u64, fault: F) -> Findings {
     let workload = Arc::new(Workload::prepare(&hosts[0], namespace).await);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..WRITERS)
@@ -102,9 +108,10 @@ async fn run<F: Future<Output = ()>>(hosts: &[Host], namespace: &str, seed: u64,
 
     let operations = workload.history.operations();
     let writes = || operations.iter().filter(|o| o.op != "read");
+    let decided = decide_by_the_tables(&workload, &hosts[0], &operations).await;
     Findings {
         workload: workload.clone(),
-        verdict: check(&operations, namespace),
+        verdict: check(&decided, &namespace.join(".")),
         operations: operations.len(),
         acknowledged: writes().filter(|o| o.outcome == Outcome::Ok).count(),
         unknown: writes().filter(|o| o.outcome == Outcome::Unknown && o.status != 0).count(),
@@ -114,15 +121,36 @@ async fn run<F: Future<Output = ()>>(hosts: &[Host], namespace: &str, seed: u64,
     }
 }
 
+/// `operations`, with each commit and transaction of unknown outcome whose snapshots
+/// are in none of its tables taken as failed: snapshot ids are unique and tables that
+/// take commits are never dropped, so one that landed would be there. (Left unknown,
+/// each could take effect at any later time, and a run with hundreds of them is more
+/// than the checker can search.) A transaction found half landed fails the run.
+async fn decide_by_the_tables(workload: &Workload, host: &Host, operations: &[Operation]) -> Vec<Operation> {
+    let mut landed = std::collections::BTreeSet::new();
+    for name in COMMITTED.into_iter().chain(PAIR) {
+        landed.extend(workload.snapshots(host, name).await.0.into_iter().map(|id| (name, id)));
+    }
+    let mut decided = operations.to_vec();
+    for op in decided.iter_mut().filter(|o| o.outcome == Outcome::Unknown && !o.sets().is_empty()) {
+        let found: Vec<bool> = op.sets().iter().map(|(table, id)| landed.contains(&(*table, *id))).collect();
+        assert!(found.iter().all(|f| *f) || found.iter().all(|f| !*f), "half of a transaction landed: {op:?}");
+        if !found[0] {
+            op.outcome = Outcome::Failed;
+        }
+    }
+    decided
+}
+
 /// Waits until `host` acknowledges a commit (read main, commit on it), within the bound.
 async fn recommit(workload: &Workload, host: &Host, client: usize, healed: Instant) {
     let mut made = 0;
     loop {
         assert!(healed.elapsed() < RECOVERY_BOUND, "a host did not commit again within {RECOVERY_BOUND:?} of healing");
-        if let Some(Some(main)) = workload.read(host, client, "t0").await {
+        if let Some(Some(main)) = workload.read(host, client, COMMITTED[0]).await {
             made += 1;
             let new = 900_000_000 + client as i64 * 1000 + made;
-            if workload.commit(host, client, "t0", main, new).await == Outcome::Ok {
+            if workload.commit(host, client, COMMITTED[0], main, new).await == Outcome::Ok {
                 return;
             }
         }
@@ -130,23 +158,22 @@ async fn recommit(workload: &Workload, host: &Host, client: usize, healed: Insta
     }
 }
 
-/// Each committed table holds every acknowledged commit of it, none refused, and main
-/// descends through exactly the snapshots the table holds (nothing half-written).
+/// Each committed table holds every acknowledged commit of it (alone or in a
+/// transaction), none refused, and main descends through exactly the snapshots the
+/// table holds (nothing half-written).
 async fn assert_snapshots_match(workload: &Workload, host: &Host) {
     let operations = workload.history.operations();
-    for t in 0..COMMITTED {
-        let name = format!("t{t}");
-        let (all, chain) = workload.snapshots(host, &name).await;
-        let commits = operations.iter().filter(|o| o.key == name && o.op == "commit");
-        for commit in commits {
-            match commit.outcome {
-                Outcome::Ok => {
-                    assert!(all.contains(&commit.new), "acknowledged commit {} of {name} is lost", commit.new)
+    for name in COMMITTED.into_iter().chain(PAIR) {
+        let (all, chain) = workload.snapshots(host, name).await;
+        for op in &operations {
+            for (_, new) in op.sets().into_iter().filter(|(table, _)| *table == name) {
+                match op.outcome {
+                    Outcome::Ok => assert!(all.contains(&new), "acknowledged {} {new} of {name} is lost", op.op),
+                    Outcome::Refused | Outcome::Failed => {
+                        assert!(!all.contains(&new), "refused {} {new} of {name} landed", op.op)
+                    }
+                    Outcome::Unknown => {}
                 }
-                Outcome::Refused | Outcome::Failed => {
-                    assert!(!all.contains(&commit.new), "refused commit {} of {name} landed", commit.new)
-                }
-                Outcome::Unknown => {}
             }
         }
         let mut sorted = all.clone();
@@ -163,32 +190,50 @@ async fn assert_snapshots_match(workload: &Workload, host: &Host) {
 async fn explain(workload: &Workload, host: &Host) {
     let mut kinds = std::collections::BTreeMap::<(String, u16, String), usize>::new();
     let operations = workload.history.operations();
-    for o in operations.iter().filter(|o| matches!(o.outcome, Outcome::Refused | Outcome::Failed)) {
+    let refused = |o: &&history::Operation| matches!(o.outcome, Outcome::Refused | Outcome::Failed);
+    for o in operations.iter().filter(refused) {
         *kinds.entry((o.op.to_string(), o.status, o.error.clone())).or_default() += 1;
     }
     eprintln!("[faults] refusals: {kinds:?}");
-    for t in 0..COMMITTED {
-        let name = format!("t{t}");
-        let (all, _) = workload.snapshots(host, &name).await;
-        let refused = |o: &&history::Operation| matches!(o.outcome, Outcome::Refused | Outcome::Failed);
-        for o in operations.iter().filter(|o| o.key == name && o.op == "commit").filter(refused) {
-            if all.contains(&o.new) {
-                eprintln!("[faults] refused but landed: {name} {} -> {} ({} {})", o.expect, o.new, o.status, o.error);
+    for name in COMMITTED.into_iter().chain(PAIR) {
+        let (all, _) = workload.snapshots(host, name).await;
+        for o in operations.iter().filter(refused) {
+            for (_, new) in o.sets().into_iter().filter(|(table, _)| *table == name) {
+                if all.contains(&new) {
+                    eprintln!("[faults] refused but landed: {name} {} {new} ({} {})", o.op, o.status, o.error);
+                }
             }
         }
     }
 }
 
+/// The hosts a scenario runs over, the mount its namespaces are under (the root
+/// catalog's, if none), and the database of their store, when it is Postgres: what a
+/// run left there is checked too.
+struct Rig {
+    hosts: Vec<Host>,
+    mount: Option<&'static str>,
+    store: Option<String>,
+}
+
+impl Rig {
+    fn over(hosts: Vec<Host>, postgres: &PrivatePostgres) -> Rig {
+        Rig { hosts, mount: None, store: Some(postgres.url()) }
+    }
+}
+
 /// Runs `scenario` `runs()` times over fresh namespaces, asserting each run's findings,
 /// and prints one line per run (the numbers in docs/reliability.md).
-async fn scenario<F, Fut>(name: &str, hosts: &[Host], mut fault: F)
+async fn scenario<F, Fut>(name: &str, rig: &Rig, mut fault: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = ()>,
 {
     let (runs, first_seed) = runs();
+    let hosts = &rig.hosts;
     for seed in first_seed..first_seed + runs as u64 {
-        let namespace = format!("{name}_{seed}");
+        let namespace: Vec<String> =
+            rig.mount.into_iter().map(str::to_string).chain([format!("{name}_{seed}")]).collect();
         let findings = run(hosts, &namespace, seed, fault()).await;
         eprintln!(
             "[faults] {name} seed {seed}: {} operations, {} acknowledged writes, {} refused as unavailable, \
@@ -207,7 +252,33 @@ where
         assert_eq!(findings.verdict, Verdict::Linearizable, "{name}, seed {seed}");
         assert_snapshots_match(&findings.workload, &hosts[0]).await;
         assert!(findings.acknowledged > 0, "{name}, seed {seed}: the workload made progress");
+        if let Some(store) = &rig.store {
+            assert_little_left(store, &findings.workload, &hosts[0], &format!("{name}, seed {seed}")).await;
+        }
     }
+}
+
+/// What the run left: no intent once the hosts' repair has had a few seconds; no
+/// claim that nothing holds and no metadata file that nothing names, but for a write
+/// whose outcome the server could not tell (it keeps both for safety).
+async fn assert_little_left(store: &str, workload: &Workload, host: &Host, run: &str) {
+    let began = Instant::now();
+    let mut left = leftovers(store, workload, host).await;
+    while left.intents > 0 && began.elapsed() < INTENTS_SETTLED_WITHIN {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        left = leftovers(store, workload, host).await;
+    }
+    let (creates, writes) = (undecided(workload, &["create"]), undecided(workload, &["create", "commit", "txn"]));
+    eprintln!(
+        "[faults] {run}: left {} intents, {} stray claims ({creates} creates undecided), {} stray metadata files \
+         ({writes} writes undecided)",
+        left.intents,
+        left.stray_claims.len(),
+        left.stray_files
+    );
+    assert_eq!(left.intents, 0, "{run}: an intent stays unsettled");
+    assert!(left.stray_claims.len() <= creates, "{run}: claims nothing holds: {:?}", left.stray_claims);
+    assert!(left.stray_files <= writes, "{run}: {} metadata files nothing names", left.stray_files);
 }
 
 /// Two hosts over `postgres`, and the server admin's clients of them.
@@ -233,7 +304,7 @@ async fn commits_stay_linearizable_over_two_hosts_without_faults() {
     let Some(postgres) = PrivatePostgres::start() else { return };
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = two_hosts(&postgres, &warehouse);
-    scenario("calm", &hosts, || tokio::time::sleep(Duration::from_secs(3))).await;
+    scenario("calm", &Rig::over(hosts, &postgres), || tokio::time::sleep(Duration::from_secs(3))).await;
 }
 
 /// Postgres frozen (SIGSTOP, every process) for 3 s mid-storm, then thawed: requests
@@ -243,8 +314,9 @@ async fn postgres_paused_mid_storm() {
     let Some(postgres) = PrivatePostgres::start() else { return };
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = two_hosts(&postgres, &warehouse);
-    scenario("paused", &hosts, || {
-        let (postgres, hosts) = (&postgres, &hosts);
+    let rig = Rig::over(hosts, &postgres);
+    scenario("paused", &rig, || {
+        let (postgres, hosts) = (&postgres, &rig.hosts);
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
             postgres.pause();
@@ -256,7 +328,7 @@ async fn postgres_paused_mid_storm() {
         }
     })
     .await;
-    for host in &hosts {
+    for host in &rig.hosts {
         assert_eq!(host.ready().await, 200, "/ready once the database answers again");
     }
 }
@@ -268,9 +340,10 @@ async fn postgres_crashed_and_restarted_mid_storm() {
     let Some(postgres) = PrivatePostgres::start() else { return };
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = two_hosts(&postgres, &warehouse);
+    let rig = Rig::over(hosts, &postgres);
     let postgres = std::sync::Mutex::new(postgres);
-    scenario("crashed", &hosts, || {
-        let (postgres, hosts) = (&postgres, &hosts);
+    scenario("crashed", &rig, || {
+        let (postgres, hosts) = (&postgres, &rig.hosts);
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
             blocking(|| postgres.lock().unwrap().crash());
@@ -295,8 +368,9 @@ async fn one_host_partitioned_from_postgres_then_healed() {
     let proxy = toxiproxy.proxy("partitioned", postgres.port).await;
     let warehouse = tempfile::tempdir().unwrap();
     let (_servers, hosts) = hosts_over(&[postgres.url(), through(&postgres, proxy.port)], &warehouse);
-    scenario("partitioned", &hosts, || {
-        let (proxy, hosts) = (&proxy, &hosts);
+    let rig = Rig::over(hosts, &postgres);
+    scenario("partitioned", &rig, || {
+        let (proxy, hosts) = (&proxy, &rig.hosts);
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
             proxy.add("blackhole", "timeout", json!({"timeout": 0})).await;
@@ -320,7 +394,7 @@ async fn postgres_behind_a_delaying_resetting_and_cutting_network() {
     let warehouse = tempfile::tempdir().unwrap();
     let url = through(&postgres, proxy.port);
     let (_servers, hosts) = hosts_over(&[url.clone(), url], &warehouse);
-    scenario("network", &hosts, || delay_reset_cut(&proxy, 300, 2048)).await;
+    scenario("network", &Rig::over(hosts, &postgres), || delay_reset_cut(&proxy, 300, 2048)).await;
 }
 
 /// The warehouse on S3 (moto) reached through a proxy that delays answers (500 ms),
@@ -338,7 +412,94 @@ async fn the_object_store_slow_resetting_and_cutting() {
     let config = host_config_in(&postgres.url(), "s3://lake/warehouse", &s3);
     let servers = [Server::start(&config), Server::start(&config)];
     let hosts: Vec<Host> = servers.iter().map(|s| Host::new(&s.base, "root", "pw")).collect();
-    scenario("objects", &hosts, || delay_reset_cut(&proxy, 500, 1024)).await;
+    scenario("objects", &Rig::over(hosts, &postgres), || delay_reset_cut(&proxy, 500, 1024)).await;
+}
+
+/// The warehouse on S3 (moto) behind an injector that, 1.5 s each: answers 503
+/// SlowDown in place of a fifth of the PUTs (nothing stored); stores a fifth of the PUTs
+/// and answers 500 (a new metadata file written, its answer lost, before the pointer is
+/// swapped); answers 503 in place of a fifth of the GETs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_object_store_answering_errors() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let moto = Moto::start("lake").await;
+    let injector = HttpFaults::start(&moto.url, 7).await;
+    let s3 = s3_storage(&injector.url, "testing", "testing");
+    let config = host_config_in(&postgres.url(), "s3://lake/warehouse", &s3);
+    let servers = [Server::start(&config), Server::start(&config)];
+    let hosts: Vec<Host> = servers.iter().map(|s| Host::new(&s.base, "root", "pw")).collect();
+    let phase = |method: Method, refused: f64, lost_answer: f64, status: u16| Faults {
+        methods: vec![method],
+        refused,
+        lost_answer,
+        status,
+        ..Faults::default()
+    };
+    scenario("erring", &Rig::over(hosts, &postgres), || {
+        let phases =
+            [phase(Method::PUT, 0.2, 0.0, 503), phase(Method::PUT, 0.0, 0.2, 500), phase(Method::GET, 0.2, 0.0, 503)];
+        inject(&injector, phases)
+    })
+    .await;
+    let [refused, lost, _] = injector.struck();
+    assert!(refused > 0 && lost > 0, "the faults struck: {refused} refused, {lost} answers lost");
+}
+
+/// A remote catalog (another Rustberg) mounted read-write, reached through a proxy that
+/// delays, resets and cuts connections, then through an injector that answers 503 in
+/// place of a fifth of the requests, carries out a fifth of the writes and answers 500,
+/// and answers a fifth of the requests with garbage: the mount's answers must still be
+/// true to what the remote did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_remote_catalog_slow_resetting_and_answering_garbage() {
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let remote = Server::start("");
+    let injector = HttpFaults::start(&remote.base, 11).await;
+    let toxiproxy = Toxiproxy::start();
+    let proxy = toxiproxy.proxy("remote", injector.port()).await;
+    let warehouse = tempfile::tempdir().unwrap();
+    let mount = format!(
+        "[mount.partner]\nbackend = \"rest\"\ncatalog_url = \"http://127.0.0.1:{}\"\nowner = \"ops\"\n\
+         read_only = false\ntoken_env = \"PARTNER_TOKEN\"\nrequest_timeout_ms = 3000\n",
+        proxy.port
+    );
+    let config = host_config_in(&postgres.url(), &format!("file://{}", warehouse.path().display()), &mount);
+    let token = remote.admin_token();
+    let start =
+        || Server::try_start_with_env(&config, &[("PARTNER_TOKEN", &token)]).unwrap_or_else(|out| panic!("{out}"));
+    let servers = [start(), start()];
+    let hosts: Vec<Host> = servers.iter().map(|s| Host::new(&s.base, "root", "pw")).collect();
+    let all = |refused: f64, lost_answer: f64, garbage: f64, status: u16| Faults {
+        refused,
+        lost_answer,
+        garbage,
+        status,
+        ..Faults::default()
+    };
+    // The mount's tables and their claims are the remote's.
+    let rig = Rig { hosts, mount: Some("partner"), store: None };
+    scenario("remote", &rig, || {
+        let (proxy, injector) = (&proxy, &injector);
+        async move {
+            delay_reset_cut(proxy, 300, 2048).await;
+            let phases = [all(0.2, 0.0, 0.0, 503), all(0.0, 0.2, 0.0, 500), all(0.0, 0.0, 0.2, 200)];
+            inject(injector, phases).await;
+        }
+    })
+    .await;
+    let struck = injector.struck();
+    assert!(struck.iter().all(|n| *n > 0), "every fault struck: {struck:?}");
+}
+
+/// Turns each of `phases` on for 1.5 s, with 0.5 s between them, after 1 s.
+async fn inject<const N: usize>(injector: &HttpFaults, phases: [Faults; N]) {
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    for faults in phases {
+        injector.set(faults);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        injector.set(Faults::default());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// The faults of a flaky network, 1.5 s each with 0.5 s between them: answers through
@@ -368,7 +529,7 @@ async fn the_checker_catches_a_build_that_skips_requirements() {
     let config = host_config("", warehouse.path());
     let broken = Server::try_start_with_env(&config, &[("RUSTBERG_FAULT_SKIP_REQUIREMENTS", "1")]).unwrap();
     let hosts = vec![Host::new(&broken.base, "root", "pw")];
-    let findings = run(&hosts, "broken", 1, tokio::time::sleep(Duration::from_secs(3))).await;
+    let findings = run(&hosts, &["broken".into()], 1, tokio::time::sleep(Duration::from_secs(3))).await;
     assert!(matches!(findings.verdict, Verdict::Anomaly(_)), "{:?}", findings.verdict);
 }
 
@@ -435,8 +596,8 @@ async fn the_redb_volume_full_then_freed() {
     let warehouse = tempfile::tempdir().unwrap();
     let catalog = format!("redb://{}/catalog.redb", volume.path().display());
     let server = Server::start(&host_config(&catalog, warehouse.path()));
-    let hosts = vec![Host::new(&server.base, "root", "pw")];
-    scenario("full", &hosts, || {
+    let rig = Rig { hosts: vec![Host::new(&server.base, "root", "pw")], mount: None, store: None };
+    scenario("full", &rig, || {
         let volume = &volume;
         async move {
             tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -447,6 +608,88 @@ async fn the_redb_volume_full_then_freed() {
     })
     .await;
     drop(server);
+}
+
+/// A Debian library a scenario preloads into a host (`LD_PRELOAD`), if installed; CI
+/// installs it (.ci/run), elsewhere the scenario is skipped, visibly.
+fn preloadable(path: &str) -> Option<&str> {
+    if std::path::Path::new(path).exists() {
+        return Some(path);
+    }
+    assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI installs {path}");
+    eprintln!("SKIPPED: {path} is not installed");
+    None
+}
+
+/// One host's clock 15 minutes ahead of the other's (libfaketime, wall clock only):
+/// nothing may depend on hosts agreeing on the time. A host that compared its clock with
+/// the time another host wrote down (an intent's age, say) would take a request under
+/// way there for one long abandoned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_host_with_its_clock_15_minutes_ahead() {
+    let Some(faketime) = preloadable("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1") else { return };
+    let Some(postgres) = PrivatePostgres::start() else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let config = host_config(&postgres.url(), warehouse.path());
+    let ahead = [("LD_PRELOAD", faketime), ("FAKETIME", "+15m"), ("FAKETIME_DONT_FAKE_MONOTONIC", "1")];
+    let servers =
+        [Server::start(&config), Server::try_start_with_env(&config, &ahead).unwrap_or_else(|o| panic!("{o}"))];
+    let hosts: Vec<Host> = servers.iter().map(|s| Host::new(&s.base, "root", "pw")).collect();
+    scenario("skewed", &Rig::over(hosts, &postgres), || tokio::time::sleep(Duration::from_secs(3))).await;
+}
+
+/// The redb host's syncs to disk (`fsync`, `fdatasync`) fail at random, one in ten,
+/// for 3 s mid-storm (libfiu): a sync that failed is a commit whose outcome is unknown,
+/// and the host opens the file again rather than trust what it holds in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_disk_failing_syncs() {
+    failing_disk("syncs", &["posix/io/sync/fsync", "posix/io/sync/fdatasync"]).await;
+}
+
+/// The redb host's writes (`pwrite`) fail at random, one in ten, for 3 s. Not survived
+/// yet: redb 2.6.4 panics on pages a failed write left, and has once found no root it
+/// could repair (docs/reliability.md). Run it with `--ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "redb 2.6.4 does not survive writes failing at random (docs/reliability.md)"]
+async fn the_disk_failing_writes() {
+    failing_disk("writes", &["posix/io/rw/pwrite"]).await;
+}
+
+/// The scenario of a redb host whose `points` (libfiu's names of calls) fail at random,
+/// one in ten, for 3 s.
+async fn failing_disk(name: &str, points: &[&str]) {
+    let Some(posix) = preloadable("/usr/lib/fiu/fiu_posix_preload.so") else { return };
+    let warehouse = tempfile::tempdir().unwrap();
+    let catalog = tempfile::tempdir().unwrap();
+    let config = host_config(&format!("redb://{}/catalog.redb", catalog.path().display()), warehouse.path());
+    let control = catalog.path().join("fiu-ctrl");
+    let preload = format!("/usr/lib/fiu/fiu_run_preload.so {posix}");
+    let env = [("LD_PRELOAD", preload.as_str()), ("FIU_CTRL_FIFO", control.to_str().unwrap()), ("FIU_ENABLE", "")];
+    let server = Server::try_start_with_env(&config, &env).unwrap_or_else(|o| panic!("{o}"));
+    let fiu = |command: &str| {
+        let status = std::process::Command::new("fiu-ctrl")
+            .args(["-c", command, "-f"])
+            .arg(&control)
+            .arg(server.pid().to_string())
+            .status()
+            .expect("fiu-ctrl (Debian's fiu-utils)");
+        assert!(status.success(), "fiu-ctrl {command}");
+    };
+    let rig = Rig { hosts: vec![Host::new(&server.base, "root", "pw")], mount: None, store: None };
+    scenario(name, &rig, || {
+        let fiu = &fiu;
+        async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            for point in points {
+                blocking(|| fiu(&format!("enable_random name={point},probability=0.1")));
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            for point in points {
+                blocking(|| fiu(&format!("disable name={point}")));
+            }
+        }
+    })
+    .await;
 }
 
 /// Blocking work (a process's signals, a start, filling a disk) on this worker, which

@@ -2,6 +2,7 @@
 //! response times), and the verdict of Porcupine, the linearizability checker, on it
 //! (tests/faults/checker, a small Go program).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -16,8 +17,8 @@ pub enum Outcome {
     /// It took effect (200, 204; for a read, what it saw).
     Ok,
     /// Refused because its precondition did not hold (409 AlreadyExists for a create,
-    /// 404 for a drop, 409 CommitFailed for a commit): nothing changed, and the state
-    /// then was such that it could not apply.
+    /// 404 for a drop, 409 CommitFailed for a commit, …): nothing changed, and the
+    /// state then was such that it could not apply, for the reason given.
     Refused,
     /// Any other error but CommitStateUnknownException (a 400, a 503
     /// ServiceUnavailableException, a 409 of a create for another reason): the server
@@ -28,16 +29,24 @@ pub enum Outcome {
     Unknown,
 }
 
-/// One operation on one table name.
+/// One operation on the names of one partition (tests/faults/checker/main.go).
 #[derive(Debug, Clone, Serialize)]
 pub struct Operation {
     pub client: usize,
+    /// The partition: names no operation outside it touches.
     pub key: String,
-    /// `read`, `commit` (a compare-and-set of main), `create` or `drop`.
+    /// `read`, `commit` (a compare-and-set of main), `txn` (two of them, all or
+    /// nothing), `create`, `drop`, `rename`, `nscreate` or `nsdrop`.
     pub op: &'static str,
-    /// A commit's expected main snapshot and the one it sets (-1: none).
+    /// The table; for a rename, its new name; for a transaction, the second table.
+    pub name: String,
+    pub to: String,
+    /// A commit's expected main snapshot and the one it sets (-1: none); the second
+    /// table's, for a transaction.
     pub expect: i64,
     pub new: i64,
+    pub expect_to: i64,
+    pub new_to: i64,
     /// What a read saw.
     pub exists: bool,
     pub snapshot: i64,
@@ -52,13 +61,17 @@ pub struct Operation {
 }
 
 impl Operation {
-    pub fn new(client: usize, key: &str, op: &'static str) -> Operation {
+    pub fn new(client: usize, key: &str, op: &'static str, name: &str) -> Operation {
         Operation {
             client,
             key: key.to_string(),
             op,
+            name: name.to_string(),
+            to: String::new(),
             expect: -1,
             new: -1,
+            expect_to: -1,
+            new_to: -1,
             exists: false,
             snapshot: -1,
             call: 0,
@@ -66,6 +79,17 @@ impl Operation {
             outcome: Outcome::Unknown,
             status: 0,
             error: String::new(),
+        }
+    }
+}
+
+impl Operation {
+    /// The snapshots a commit or transaction sets main to, by table.
+    pub fn sets(&self) -> Vec<(&str, i64)> {
+        match self.op {
+            "commit" => vec![(self.name.as_str(), self.new)],
+            "txn" => vec![(self.name.as_str(), self.new), (self.to.as_str(), self.new_to)],
+            _ => vec![],
         }
     }
 }
@@ -153,10 +177,17 @@ pub fn check(operations: &[Operation], name: &str) -> Verdict {
         .stdout(Stdio::piped())
         .spawn()
         .expect("running the checker");
-    serde_json::to_writer(child.stdin.take().unwrap(), operations).unwrap();
+    let history = serde_json::to_vec(operations).unwrap();
+    child.stdin.take().unwrap().write_all(&history).unwrap();
     let out = child.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     eprintln!("[checker] {name}: {}", said.trim());
+    if out.status.code() != Some(0) {
+        // Kept to be read again (`checker < history.json`).
+        let kept = visualization.with_extension("json");
+        std::fs::write(&kept, history).unwrap();
+        eprintln!("[checker] the history: {}", kept.display());
+    }
     match out.status.code() {
         Some(0) => Verdict::Linearizable,
         Some(1) => Verdict::Anomaly(visualization.display().to_string()),

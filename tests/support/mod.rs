@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod hive;
+pub mod http_faults;
 pub mod kafka;
 pub mod moto;
 pub mod nats;
@@ -204,6 +205,11 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         self.output()
+    }
+
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends the process a signal (`TERM`, `INT`).
