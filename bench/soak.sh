@@ -9,6 +9,7 @@
 #
 #   bash bench/soak.sh                 # 30 minutes
 #   DURATION=2m EVERY=10 bash bench/soak.sh
+#   SOAK_TOML=$'[events]\nenabled = false' bash bench/soak.sh   # more configuration for both
 #
 # Needs: wrk (apt-get install wrk), taskset (util-linux), curl, psql.
 set -euo pipefail
@@ -17,14 +18,16 @@ DURATION=${DURATION:-30m}
 EVERY=${EVERY:-60}
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
 source bench/build.sh
-build --bin rustberg
+# $RUSTBERG_BIN: a rustberg already built (then nothing is built).
+[ -n "${RUSTBERG_BIN:-}" ] || build --bin rustberg
 source bench/start_rustberg.sh
 
 psql "$PG/postgres" -qc 'drop database if exists rustberg_soak' -c 'create database rustberg_soak' > /dev/null
-start_rustberg 18191
+start_rustberg 18191 "${SOAK_TOML:-}"
 redb_api=$api redb_token=$token redb_work=$work
 commit_tables
-start_rustberg 18192 "[storage]
+start_rustberg 18192 "${SOAK_TOML:-}
+[storage]
 catalog_url = \"$PG/rustberg_soak\"
 warehouse_location = \"file://$work/warehouse\""
 pg_api=$api pg_token=$token
@@ -76,5 +79,5 @@ done
 for host in redb postgres; do
   grep " $host " "$work/samples" | awk -v host="$host" 'NR == 1 {r = $3; f = $4; b = $5; c = $6} {lr = $3; lf = $4; lb = $5; lc = $6}
     END {printf "%s growth: rss %+d kB, fds %+d, redb %s, pg conns %s\n", host, lr - r, lf - f,
-      (b == "-" ? "-" : sprintf("%+d bytes", lb - b)), (c == "-" ? "-" : sprintf("%d -> %d", c, lc))}'
+      (b == "-" ? "-" : sprintf("%+.0f bytes", lb - b)), (c == "-" ? "-" : sprintf("%d -> %d", c, lc))}'
 done
