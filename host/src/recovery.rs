@@ -93,6 +93,7 @@ pub async fn repair_while_serving(authz: &Authorizer, mounts: &Mounts) {
         let _ = repair(authz, mounts).await;
     }
 }
+
 /// Fulfils `intent` if the backend shows its change, abandons it if not; which of the
 /// two it did.
 async fn settle(authz: &Authorizer, mounts: &Mounts, intent: &Intent) -> Result<Settled, Error> {

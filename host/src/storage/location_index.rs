@@ -201,9 +201,10 @@ impl LocationIndex {
     /// longer land. Left, it would keep the namespace's name from being created again.
     pub async fn release_unchanged(&self, id: ClaimId) -> Result<Commit, ClaimError> {
         let (mut writes, _) = self.release_writes(id).await?;
+        let claims: Vec<Vec<u8>> =
+            writes.iter().filter(|w| w.key.starts_with(b"loc/")).map(|w| w.key.clone()).collect();
         let mut checks = vec![];
-        for location in writes.clone().iter().filter_map(|w| w.key.strip_prefix(b"loc/".as_slice())) {
-            let key = [b"loc/".as_slice(), location].concat();
+        for key in claims {
             match self.kv.get(&key).await.map_err(store)? {
                 Some(entry) => checks.push(Check::AtVersion(key.clone(), entry.version)),
                 None => checks.push(Check::Absent(key.clone())),

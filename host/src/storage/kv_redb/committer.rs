@@ -76,9 +76,9 @@ impl Committer {
 const REOPEN_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The committer's loop: takes each batch, commits it, and makes `Soon` commits durable
-/// when nothing else will (see the module's comment); opens the file again when redb
-/// refuses writes after one failed on I/O. Ends when the queue closes, with every
-/// transaction durable.
+/// when nothing else will (see the module's comment); opens the file again after a
+/// commit that failed on the store, retrying every [`REOPEN_EVERY`] while it cannot.
+/// Ends when the queue closes, with every transaction durable.
 pub(super) fn run(
     file: &File,
     snapshots: &Snapshots,
@@ -153,9 +153,9 @@ pub(super) fn run(
             match reopened {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
-                    tracing::error!(error = %e, "the catalog file could not be opened again; the next commit tries again")
+                    tracing::error!(error = %e, "the catalog file could not be opened again; trying again shortly")
                 }
-                Err(_) => tracing::error!("redb panicked closing the catalog file; the next commit opens it again"),
+                Err(_) => tracing::error!("redb panicked closing the catalog file; opening it again shortly"),
             }
         }
     }
