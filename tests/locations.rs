@@ -316,6 +316,33 @@ async fn a_location_is_held_once_and_kept_across_a_rename() {
     assert_eq!(registered.1["metadata"]["location"], location.as_str());
 }
 
+/// A table renamed into another namespace keeps its files where they are, and its
+/// claim on them: dropping its old namespace and making it again gives nobody a way
+/// to create a table over those files (its credentials would reach them), while the
+/// old name is free again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_renamed_away_keeps_its_files_when_its_old_namespace_goes_and_comes_back() {
+    let lab = lab(Store::RootFiles).await;
+    let acme = &lab.acme;
+    for ns in ["a", "b"] {
+        assert_eq!(acme.post("/namespaces", json!({"namespace": [ns]})).await.0, 200);
+    }
+    let (status, created) = acme.post("/namespaces/a/tables", json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(status, 200, "{created}");
+    let location = created["metadata"]["location"].as_str().unwrap().to_string();
+    let metadata_location = created["metadata-location"].as_str().unwrap().to_string();
+    let rename = json!({"source": {"namespace": ["a"], "name": "t"}, "destination": {"namespace": ["b"], "name": "t"}});
+    assert_eq!(acme.post("/tables/rename", rename).await.0, 204);
+    assert_eq!(acme.delete("/namespaces/a").await.0, 204);
+    assert_eq!(acme.post("/namespaces", json!({"namespace": ["a"]})).await.0, 200, "the name is free again");
+
+    let over = json!({"name": "x", "schema": schema(), "location": location});
+    assert_error(&acme.post("/namespaces/a/tables", over).await, 409, "AlreadyExistsException");
+    let register = json!({"name": "y", "metadata-location": metadata_location});
+    assert_error(&acme.post("/namespaces/a/register", register).await, 409, "AlreadyExistsException");
+    assert_eq!(acme.get("/namespaces/b/tables/t").await.0, 200);
+}
+
 /// A namespace's location lies under its parent's and cannot change afterwards.
 #[tokio::test(flavor = "multi_thread")]
 async fn namespace_locations_nest_and_stay() {

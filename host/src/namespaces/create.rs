@@ -191,19 +191,27 @@ async fn claim_and_create(
     let claim = loop {
         match placement.claim(warehouse, ClaimKind::Namespace, id).await {
             Ok(claim) => break claim,
-            // Another namespace's location property, or a table's, took it; or a table
-            // is being created in a namespace of this name that was just dropped: it
-            // holds its claim below the location until its create fails, so the
-            // location is waited for a little before it is called taken.
-            Err(e) => match at.mount.backend.load_namespace(at.local.to_vec()).await {
-                Ok(_) => return Err(Error::namespace_exists(at.ns.join("."))),
-                Err(found) if found.kind == BackendErrorKind::NotFound && pause <= CLAIM_PATIENCE => {
-                    tokio::time::sleep(pause).await;
-                    pause *= 2;
+            Err(e) => {
+                // What a dropped namespace here left: tables of unknown outcome, or
+                // renamed away.
+                if let Some(claim) = placement.take_over_leftovers(warehouse, id).await? {
+                    break Some(claim);
                 }
-                Err(found) if found.kind == BackendErrorKind::NotFound => return Err(e),
-                Err(failed) => return Err(Error::from_backend(failed, absent(at.ns))),
-            },
+                // Another namespace's location property, or a table's, took it; or a
+                // table is being created in a namespace that was just dropped, its
+                // claim made before claims named the location they rely on, and held
+                // until its create fails: the location is waited for a little before
+                // it is called taken.
+                match at.mount.backend.load_namespace(at.local.to_vec()).await {
+                    Ok(_) => return Err(Error::namespace_exists(at.ns.join("."))),
+                    Err(found) if found.kind == BackendErrorKind::NotFound && pause <= CLAIM_PATIENCE => {
+                        tokio::time::sleep(pause).await;
+                        pause *= 2;
+                    }
+                    Err(found) if found.kind == BackendErrorKind::NotFound => return Err(e),
+                    Err(failed) => return Err(Error::from_backend(failed, absent(at.ns))),
+                }
+            }
         }
     };
     let held_before = claim.is_none();

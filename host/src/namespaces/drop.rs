@@ -36,9 +36,8 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
     if mount.backend.carries_riders_to(space) {
         let (mut commit, forgotten) = authz.forgetting(&resource).await?;
         if let Some(warehouse) = &mount.warehouse {
-            // Its claim and those inside it (`release_unchanged`), unconditionally: the
-            // backend's commit drops the namespace only if it is empty, at the same
-            // moment, so nothing inside can be a table's.
+            // Its claim (`release_unchanged`), unconditionally: the backend's commit
+            // drops the namespace only if it is empty, at the same moment.
             let release = warehouse.index().release_unchanged(at.claim_id()).await?;
             commit = commit.join(Commit { checks: vec![], ..release });
         }

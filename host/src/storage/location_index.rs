@@ -147,6 +147,10 @@ impl LocationIndex {
         checks.push(Check::PrefixEmpty(key.clone()));
         let mut value = id.0.as_bytes().to_vec();
         value.push(kind.byte());
+        // The namespace location the claim relies on (`take_over_leftovers`).
+        if let Some(within) = own_namespaces.last() {
+            value.extend_from_slice(within.to_string().as_bytes());
+        }
         let mut owned = owned_prefix(id);
         owned.extend_from_slice(location.to_string().as_bytes());
         let writes = vec![Write { key, value: Some(value) }, Write { key: owned, value: Some(vec![]) }];
@@ -191,14 +195,75 @@ impl LocationIndex {
         Err(ClaimError::Overlap(location.to_string()))
     }
 
-    /// The commit that releases every location `id` (a namespace) holds now, and every
-    /// claim below them, unless one of those claims is written again before it is made
-    /// (`restore`): for a namespace's drop, read before the drop, made after it.
+    /// Claims a namespace's `location` for `id` over the claims below it that a dropped
+    /// namespace at the same location left (a drop keeps them): tables whose creates
+    /// failed without telling whether they landed, and tables renamed into another
+    /// namespace, their files still there. Each says it relies on `location` being its
+    /// namespace's. True when claimed; false when something else is there (a claim at
+    /// it, or one below that relies on another location: a sibling's, placed inside it
+    /// while it was free).
+    pub async fn take_over_leftovers(
+        &self,
+        location: &Location,
+        id: ClaimId,
+        ancestors: &[Location],
+    ) -> Result<bool, ClaimError> {
+        let key = claim_key(location);
+        if !self.only_leftovers_below(location, None).await? {
+            return Ok(false);
+        }
+        let mut commit = self.claim_commit(location, ClaimKind::Namespace, id, ancestors);
+        for each in &mut commit.checks {
+            if matches!(each, Check::PrefixEmpty(below) if *below == key) {
+                *each = Check::Absent(key.clone());
+            }
+        }
+        match self.kv.make(&commit).await {
+            Ok(()) => {}
+            Err(KvError::Conflict) => return Ok(false),
+            Err(e) => return Err(store(e)),
+        }
+        // A sibling's claim made below between the scan and the commit: given back.
+        if !self.only_leftovers_below(location, Some(id)).await? {
+            self.release_one(location, id).await?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Whether there are claims below `location`, each relying on `location` being its
+    /// namespace's, and at it only `holder`'s (none for none).
+    async fn only_leftovers_below(&self, location: &Location, holder: Option<ClaimId>) -> Result<bool, ClaimError> {
+        let key = claim_key(location);
+        let end = prefix_end(&key);
+        let relied_on = location.to_string().into_bytes();
+        let claims = self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)?;
+        let holds = |claim: &[u8]| holder.is_some_and(|id| claim.get(..16) == Some(id.0.as_bytes().as_slice()));
+        let mut below = 0;
+        for claim in &claims {
+            match claim.key == key {
+                true if !holds(&claim.value) => return Ok(false),
+                true => {}
+                false if claim.value.get(17..) != Some(relied_on.as_slice()) => return Ok(false),
+                false => below += 1,
+            }
+        }
+        Ok(below > 0)
+    }
+
+    /// The commit that releases every location `id` (a namespace) holds now, and the
+    /// claims below them that name no location they rely on, unless one of those claims
+    /// is written again before it is made (`restore`): for a namespace's drop, read
+    /// before the drop, made after it.
     ///
     /// A namespace is dropped only when it is empty, so a claim inside it then is a
     /// table's whose create failed without telling whether it landed (its claim kept
-    /// for safety) and did not, or one whose create is still under way and can no
-    /// longer land. Left, it would keep the namespace's name from being created again.
+    /// for safety), one whose create is still under way, or a table's renamed into
+    /// another namespace, its files where they were. Claims that name the location they
+    /// rely on are kept: a namespace created there again takes them over
+    /// (`take_over_leftovers`), and a table renamed away keeps its files its own. Older
+    /// claims, which name none, are released: left, they would keep the namespace's
+    /// name from being created again.
     pub async fn release_unchanged(&self, id: ClaimId) -> Result<Commit, ClaimError> {
         let (mut writes, _) = self.release_writes(id).await?;
         let claims: Vec<Vec<u8>> =
@@ -211,7 +276,7 @@ impl LocationIndex {
             }
             let end = prefix_end(&key);
             for inside in self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)? {
-                if inside.key == key {
+                if inside.key == key || inside.value.len() > 17 {
                     continue;
                 }
                 checks.push(Check::AtVersion(inside.key.clone(), inside.version));
@@ -337,16 +402,51 @@ mod tests {
         index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
         assert!(matches!(index.key_space().make(&release).await, Err(KvError::Conflict)));
         assert_eq!(index.holder(&ns).await.unwrap(), Some(sales));
-        // Released after a drop, with what a create that failed left inside it.
+        // Released after a drop. A table's claim inside, which relies on the
+        // namespace's location, is kept (a create that failed left it, or the table
+        // was renamed away), to be taken over by the next create there; one that names
+        // no location (made before claims did) goes with the namespace.
+        let legacy = at("s3://b/wh/sales/old");
+        let mut value = ClaimId::new().0.as_bytes().to_vec();
+        value.push(ClaimKind::Table.byte());
+        index.key_space().commit(&[], &[Write { key: claim_key(&legacy), value: Some(value) }]).await.unwrap();
         let release = index.release_unchanged(sales).await.unwrap();
         index.key_space().make(&release).await.unwrap();
         assert_eq!(index.holder(&ns).await.unwrap(), None);
-        assert_eq!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap(), None);
-        assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap(), "claimed anew");
+        assert!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap().is_some());
+        assert_eq!(index.holder(&legacy).await.unwrap(), None);
+        assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.is_err());
+        assert!(index.take_over_leftovers(&ns, sales, &[]).await.unwrap(), "claimed anew");
         index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
         // Never over another's claim, at it or above it.
         let other = ClaimId::of_namespace("root", &["other".into()]);
         assert!(index.restore(&ns, ClaimKind::Namespace, other, &[]).await.is_err());
         assert!(index.restore(&at("s3://b/wh/sales/orders/x"), ClaimKind::Namespace, other, &[]).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_namespace_takes_over_only_what_a_dropped_namespace_there_left() {
+        let (_dir, index) = index();
+        let (parent, ns) = (at("s3://b/wh"), at("s3://b/wh/sales"));
+        let above = std::slice::from_ref(&parent);
+        let sales = ClaimId::of_namespace("root", &["sales".into()]);
+        // Nothing below: nothing to take over.
+        assert!(!index.take_over_leftovers(&ns, sales, above).await.unwrap());
+        // A table whose create's outcome was unknown, made in a dropped `sales`.
+        let inside = [parent.clone(), ns.clone()];
+        index.claim(&at("s3://b/wh/sales/orders"), ClaimKind::Table, ClaimId::new(), &inside).await.unwrap();
+        assert!(index.claim(&ns, ClaimKind::Namespace, sales, above).await.is_err());
+        assert!(index.take_over_leftovers(&ns, sales, above).await.unwrap());
+        assert_eq!(index.holder(&ns).await.unwrap(), Some(sales));
+        // Held now: not taken over again, by anyone.
+        let other = ClaimId::of_namespace("root", &["other".into()]);
+        assert!(!index.take_over_leftovers(&ns, other, above).await.unwrap());
+
+        // A table of the parent placed inside a free location relies on the parent's.
+        let free = at("s3://b/wh/free");
+        index.claim(&at("s3://b/wh/free/t"), ClaimKind::Table, ClaimId::new(), above).await.unwrap();
+        let id = ClaimId::of_namespace("root", &["free".into()]);
+        assert!(!index.take_over_leftovers(&free, id, above).await.unwrap());
+        assert_eq!(index.holder(&free).await.unwrap(), None);
     }
 }

@@ -114,6 +114,14 @@ impl Placement {
         Ok(warehouse.index().restore(&self.location, ClaimKind::Namespace, id, &self.chain.0).await?)
     }
 
+    /// Claims a namespace's location over the claims a dropped namespace there left
+    /// below it (`LocationIndex::take_over_leftovers`); the new claim, if made.
+    pub async fn take_over_leftovers(&self, warehouse: &Warehouse, id: ClaimId) -> Result<Option<NewClaim>, Error> {
+        let index = warehouse.index();
+        let taken = index.take_over_leftovers(&self.location, id, &self.chain.0).await?;
+        Ok(taken.then(|| NewClaim { location: self.location.clone(), id }))
+    }
+
     /// The commit `claim` makes, to be made with another to the host key space, and the
     /// claim it makes new.
     pub fn claim_commit(&self, warehouse: &Warehouse, kind: ClaimKind, id: ClaimId) -> (Commit, NewClaim) {
