@@ -110,3 +110,10 @@ pub fn undecided(workload: &Workload, ops: &[&str]) -> usize {
     let operations = workload.history.operations();
     operations.iter().filter(|o| ops.contains(&o.op) && matches!(o.outcome, Outcome::Unknown | Outcome::Failed)).count()
 }
+
+/// How many drops took effect or may have: each may leave its table's claim, which is
+/// released after the drop, when that release fails (nothing removes it after).
+pub fn drops_not_refused(workload: &Workload) -> usize {
+    let operations = workload.history.operations();
+    operations.iter().filter(|o| o.op == "drop" && !matches!(o.outcome, Outcome::Refused)).count()
+}

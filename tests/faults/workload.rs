@@ -336,6 +336,17 @@ impl Workload {
         }
     }
 
+    /// After a run, when the area's namespace is gone: that it can be created again,
+    /// whatever the run's failures left below its location.
+    pub async fn assert_area_creatable(&self, host: &Host, run: &str) {
+        if self.namespace_exists(host, AREA[0]).await {
+            return;
+        }
+        let body = json!({"namespace": self.levels_of(AREA[0])});
+        let created = Host::send(host.client.post(host.url("/namespaces")).json(&body)).await;
+        assert_eq!(created.map(|c| c.0), Some(200), "{run}: creating the area's namespace again");
+    }
+
     /// Table `name` as `host` loads it (metadata location and metadata), if it exists.
     pub async fn load(&self, host: &Host, name: &str) -> Option<Value> {
         match Host::send(host.client.get(self.table_url(host, name))).await {
