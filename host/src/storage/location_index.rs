@@ -84,6 +84,21 @@ fn claim_key(location: &Location) -> Vec<u8> {
     format!("loc/{location}/").into_bytes()
 }
 
+/// A claim's value: its id (16 bytes), its kind (1), then the namespace location it
+/// relies on (none in claims made before claims named it), then `MOVED` once its table
+/// or view was renamed into another namespace, its files left where they were.
+const MOVED: u8 = 0;
+
+/// Whether a claim below `namespace` (its value) relies on it: `moved` too when its
+/// table or view was renamed out of it.
+fn relies_on(value: &[u8], namespace: &[u8], moved: bool) -> bool {
+    match value.get(17..) {
+        Some([relied @ .., MOVED]) if moved => relied == namespace,
+        Some(relied) => relied == namespace,
+        None => false,
+    }
+}
+
 /// `own/<id>/<location>`: every location one claim id holds.
 fn owned_prefix(id: ClaimId) -> Vec<u8> {
     format!("own/{}/", id.0.simple()).into_bytes()
@@ -196,9 +211,9 @@ impl LocationIndex {
     }
 
     /// Claims a namespace's `location` for `id` over the claims below it that a dropped
-    /// namespace at the same location left (a drop keeps them): tables whose creates
-    /// failed without telling whether they landed, and tables renamed into another
-    /// namespace, their files still there. Each says it relies on `location` being its
+    /// namespace at the same location left: tables renamed into another namespace, their
+    /// files still there, and tables whose creates failed without telling whether they
+    /// landed, made after the drop read what to release. Each says it relies on `location` being its
     /// namespace's. True when claimed; false when something else is there (a claim at
     /// it, or one below that relies on another location: a sibling's, placed inside it
     /// while it was free).
@@ -244,26 +259,25 @@ impl LocationIndex {
             match claim.key == key {
                 true if !holds(&claim.value) => return Ok(false),
                 true => {}
-                false if claim.value.get(17..) != Some(relied_on.as_slice()) => return Ok(false),
+                false if !relies_on(&claim.value, &relied_on, true) => return Ok(false),
                 false => below += 1,
             }
         }
         Ok(below > 0)
     }
 
-    /// The commit that releases every location `id` (a namespace) holds now, and the
-    /// claims below them that name no location they rely on, unless one of those claims
-    /// is written again before it is made (`restore`): for a namespace's drop, read
-    /// before the drop, made after it.
+    /// The commit that releases every location `id` (a namespace) holds now, and every
+    /// claim below them that relies on it, unless one of those claims is written again
+    /// before it is made (`restore`): for a namespace's drop, read before the drop, made
+    /// after it.
     ///
     /// A namespace is dropped only when it is empty, so a claim inside it then is a
     /// table's whose create failed without telling whether it landed (its claim kept
-    /// for safety), one whose create is still under way, or a table's renamed into
-    /// another namespace, its files where they were. Claims that name the location they
-    /// rely on are kept: a namespace created there again takes them over
-    /// (`take_over_leftovers`), and a table renamed away keeps its files its own. Older
-    /// claims, which name none, are released: left, they would keep the namespace's
-    /// name from being created again.
+    /// for safety) and did not, one whose create is still under way and can no longer
+    /// land, one whose drop could not release it, or a table's renamed into another
+    /// namespace (`mark_moved`), its files where they were: that one is kept, so that no
+    /// table can be created over those files; a namespace created there again takes it
+    /// over (`take_over_leftovers`).
     pub async fn release_unchanged(&self, id: ClaimId) -> Result<Commit, ClaimError> {
         let (mut writes, _) = self.release_writes(id).await?;
         let claims: Vec<Vec<u8>> =
@@ -275,8 +289,12 @@ impl LocationIndex {
                 None => checks.push(Check::Absent(key.clone())),
             }
             let end = prefix_end(&key);
+            // `loc/<location>/` is the claim on `<location>`.
+            let namespace = &key[4..key.len() - 1];
             for inside in self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)? {
-                if inside.key == key || inside.value.len() > 17 {
+                // Claims from before claims named a location are released too.
+                let left = inside.value.len() == 17 || relies_on(&inside.value, namespace, false);
+                if inside.key == key || !left {
                     continue;
                 }
                 checks.push(Check::AtVersion(inside.key.clone(), inside.version));
@@ -291,6 +309,29 @@ impl LocationIndex {
             }
         }
         Ok(Commit { checks, writes, durability: Durability::Now })
+    }
+
+    /// Marks the claim on `location` (a table's or view's) as that of one renamed out of
+    /// the namespace it relies on, before the rename: a drop of that namespace keeps it.
+    /// Marked once; a rename that then fails leaves it marked, which only keeps it
+    /// until its table's own drop.
+    pub async fn mark_moved(&self, location: &Location) -> Result<(), ClaimError> {
+        let key = claim_key(location);
+        for _ in 0..3 {
+            let Some(held) = self.kv.get(&key).await.map_err(store)? else { return Ok(()) };
+            if held.value.len() <= 17 || held.value.last() == Some(&MOVED) {
+                return Ok(());
+            }
+            let mut value = held.value.clone();
+            value.push(MOVED);
+            let check = Check::AtVersion(key.clone(), held.version);
+            match self.kv.commit(&[check], &[Write { key: key.clone(), value: Some(value) }]).await {
+                Ok(()) => return Ok(()),
+                Err(KvError::Conflict) => continue,
+                Err(e) => return Err(store(e)),
+            }
+        }
+        Err(ClaimError::Store(format!("the claim on {location} kept changing")))
     }
 
     /// The id holding the claim exactly at `location`, if any.
@@ -402,19 +443,24 @@ mod tests {
         index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();
         assert!(matches!(index.key_space().make(&release).await, Err(KvError::Conflict)));
         assert_eq!(index.holder(&ns).await.unwrap(), Some(sales));
-        // Released after a drop. A table's claim inside, which relies on the
-        // namespace's location, is kept (a create that failed left it, or the table
-        // was renamed away), to be taken over by the next create there; one that names
-        // no location (made before claims did) goes with the namespace.
+        // Released after a drop, with what a create that failed left inside it, and a
+        // claim from before claims named a location; a table's renamed into another
+        // namespace, its files still inside, is kept, and taken over by the next
+        // create there.
         let legacy = at("s3://b/wh/sales/old");
         let mut value = ClaimId::new().0.as_bytes().to_vec();
         value.push(ClaimKind::Table.byte());
         index.key_space().commit(&[], &[Write { key: claim_key(&legacy), value: Some(value) }]).await.unwrap();
+        let moved = at("s3://b/wh/sales/moved");
+        index.claim(&moved, ClaimKind::Table, ClaimId::new(), std::slice::from_ref(&ns)).await.unwrap();
+        index.mark_moved(&moved).await.unwrap();
+        index.mark_moved(&moved).await.unwrap();
         let release = index.release_unchanged(sales).await.unwrap();
         index.key_space().make(&release).await.unwrap();
         assert_eq!(index.holder(&ns).await.unwrap(), None);
-        assert!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap().is_some());
+        assert_eq!(index.holder(&at("s3://b/wh/sales/orders")).await.unwrap(), None);
         assert_eq!(index.holder(&legacy).await.unwrap(), None);
+        assert!(index.holder(&moved).await.unwrap().is_some());
         assert!(index.claim(&ns, ClaimKind::Namespace, sales, &[]).await.is_err());
         assert!(index.take_over_leftovers(&ns, sales, &[]).await.unwrap(), "claimed anew");
         index.restore(&ns, ClaimKind::Namespace, sales, &[]).await.unwrap();

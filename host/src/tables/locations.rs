@@ -318,6 +318,19 @@ async fn release_id(warehouse: &Warehouse, id: &ClaimId) {
     }
 }
 
+/// Before a table or view whose location is `raw` is renamed into another namespace:
+/// its claim is marked (`LocationIndex::mark_moved`), so that a drop of the namespace
+/// it leaves, its files still there, keeps the claim. Nothing to mark where the host
+/// claims no locations.
+pub async fn mark_moved(mount: &Mount, raw: &str) -> Result<(), Error> {
+    let Some(warehouse) = mount.warehouse.as_ref().filter(|w| !w.assigned()) else {
+        return Ok(());
+    };
+    // A location outside the warehouse holds no claim.
+    let Ok(location) = warehouse.locate(raw) else { return Ok(()) };
+    Ok(warehouse.index().mark_moved(&location).await?)
+}
+
 /// Releases what `release` (`LocationIndex::release_unchanged`, read before a
 /// namespace's drop) releases, after the drop; left where a create of the same name
 /// claimed it again meanwhile.

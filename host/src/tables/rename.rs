@@ -5,7 +5,7 @@ use crate::mounts::Mount;
 use crate::sandbox::bindings::Ident;
 use crate::sandbox::BackendErrorKind;
 
-use super::{dotted, holder_of, no_such_namespace, no_such_table};
+use super::{dotted, held, holder_of, locations, no_such_namespace, no_such_table};
 
 /// Fails with NoSuchNamespace unless `namespace` exists: asked before a rename, so a
 /// missing destination namespace is reported as such.
@@ -21,6 +21,10 @@ pub(super) async fn require_namespace(mount: &Mount, namespace: &[String]) -> Re
 /// Renames a table inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
+    if source.namespace != destination.namespace && mount.warehouse.is_some() {
+        let pointer = super::load(mount, source, None).await?;
+        locations::mark_moved(mount, &held::current_location(mount, &pointer).await?).await?;
+    }
     let renamed = mount.backend.rename_table(source.clone(), destination.clone()).await;
     rename_outcome(mount, source, destination, renamed, no_such_table(mount, source)).await
 }

@@ -261,6 +261,13 @@ pub async fn drop_view(mount: &Mount, ident: &Ident) -> Result<Pointer, Error> {
 /// Renames a view inside one backend.
 pub async fn rename(mount: &Mount, source: &Ident, destination: &Ident) -> Result<(), Error> {
     require_namespace(mount, &destination.namespace).await?;
+    if source.namespace != destination.namespace && mount.warehouse.is_some() {
+        let pointer = load(mount, source).await?;
+        let raw = locations::recorded_location(pointer.metadata_json.as_bytes()).map_err(|e| {
+            Error::Internal(format!("the metadata of view {} is unreadable: {e}", dotted(mount, source)))
+        })?;
+        locations::mark_moved(mount, &raw).await?;
+    }
     let renamed = mount.backend.rename_view(source.clone(), destination.clone()).await;
     rename_outcome(mount, source, destination, renamed, no_such_view(mount, source)).await
 }
