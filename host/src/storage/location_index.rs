@@ -213,10 +213,10 @@ impl LocationIndex {
     /// Claims a namespace's `location` for `id` over the claims below it that a dropped
     /// namespace at the same location left: tables renamed into another namespace, their
     /// files still there, and tables whose creates failed without telling whether they
-    /// landed, made after the drop read what to release. Each says it relies on `location` being its
-    /// namespace's. True when claimed; false when something else is there (a claim at
-    /// it, or one below that relies on another location: a sibling's, placed inside it
-    /// while it was free).
+    /// landed, made after the drop read what to release. Each says it relies on
+    /// `location` being its namespace's. True when claimed; false when something else is
+    /// there (a claim at it, or one below that relies on another location: a sibling's,
+    /// placed inside it while it was free).
     pub async fn take_over_leftovers(
         &self,
         location: &Location,
