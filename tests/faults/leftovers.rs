@@ -112,7 +112,7 @@ pub fn undecided(workload: &Workload, ops: &[&str]) -> usize {
 }
 
 /// How many drops took effect or may have: each may leave its table's claim, which is
-/// released after the drop, when that release fails (nothing removes it after).
+/// released after the drop, when that release fails (until its namespace is dropped).
 pub fn drops_not_refused(workload: &Workload) -> usize {
     let operations = workload.history.operations();
     operations.iter().filter(|o| o.op == "drop" && !matches!(o.outcome, Outcome::Refused)).count()
