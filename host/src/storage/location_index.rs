@@ -87,12 +87,18 @@ fn claim_key(location: &Location) -> Vec<u8> {
 /// A claim's value: its id (16 bytes), its kind (1), then the namespace location it
 /// relies on (none in claims made before claims named it), then `MOVED` once its table
 /// or view was renamed into another namespace, its files left where they were.
+const ID_AND_KIND: usize = 17;
 const MOVED: u8 = 0;
+
+/// The id a claim's value names.
+fn id_of(value: &[u8]) -> Option<ClaimId> {
+    value.get(..16).and_then(|b| uuid::Uuid::from_slice(b).ok()).map(ClaimId)
+}
 
 /// Whether a claim below `namespace` (its value) relies on it: `moved` too when its
 /// table or view was renamed out of it.
 fn relies_on(value: &[u8], namespace: &[u8], moved: bool) -> bool {
-    match value.get(17..) {
+    match value.get(ID_AND_KIND..) {
         Some([relied @ .., MOVED]) if moved => relied == namespace,
         Some(relied) => relied == namespace,
         None => false,
@@ -172,6 +178,26 @@ impl LocationIndex {
         Commit { checks, writes, durability: self.claims }
     }
 
+    /// `claim_commit`, but letting the claims below `location` be, with `at` for what
+    /// must be at it (`restore`, `take_over_leftovers`).
+    fn claim_commit_over_below(
+        &self,
+        location: &Location,
+        kind: ClaimKind,
+        id: ClaimId,
+        own_namespaces: &[Location],
+        at: Check,
+    ) -> Commit {
+        let key = claim_key(location);
+        let mut commit = self.claim_commit(location, kind, id, own_namespaces);
+        for each in &mut commit.checks {
+            if matches!(each, Check::PrefixEmpty(below) if *below == key) {
+                *each = at.clone();
+            }
+        }
+        commit
+    }
+
     /// Claims `location` again for `id`, for a namespace created while a drop of the
     /// same name (same id) was releasing its claim. As `claim`, but claims below it are
     /// let be: they were made inside the new namespace after it was created, relying on
@@ -188,19 +214,12 @@ impl LocationIndex {
         // Released or taken between the read and the commit: once more, from what is
         // there then; a conflict that stays is another's claim above.
         for _ in 0..3 {
-            let mut commit = self.claim_commit(location, kind, id, own_namespaces);
-            let check = match self.kv.get(&key).await.map_err(store)? {
-                Some(held) if held.value.get(..16) == Some(id.0.as_bytes()) => {
-                    Check::AtVersion(key.clone(), held.version)
-                }
+            let at = match self.kv.get(&key).await.map_err(store)? {
+                Some(held) if id_of(&held.value) == Some(id) => Check::AtVersion(key.clone(), held.version),
                 Some(_) => break,
                 None => Check::Absent(key.clone()),
             };
-            for each in &mut commit.checks {
-                if matches!(each, Check::PrefixEmpty(below) if *below == key) {
-                    *each = check.clone();
-                }
-            }
+            let commit = self.claim_commit_over_below(location, kind, id, own_namespaces, at);
             match self.kv.make(&commit).await {
                 Ok(()) => return Ok(()),
                 Err(KvError::Conflict) => continue,
@@ -227,12 +246,7 @@ impl LocationIndex {
         if !self.only_leftovers_below(location, None).await? {
             return Ok(false);
         }
-        let mut commit = self.claim_commit(location, ClaimKind::Namespace, id, ancestors);
-        for each in &mut commit.checks {
-            if matches!(each, Check::PrefixEmpty(below) if *below == key) {
-                *each = Check::Absent(key.clone());
-            }
-        }
+        let commit = self.claim_commit_over_below(location, ClaimKind::Namespace, id, ancestors, Check::Absent(key));
         match self.kv.make(&commit).await {
             Ok(()) => {}
             Err(KvError::Conflict) => return Ok(false),
@@ -253,11 +267,10 @@ impl LocationIndex {
         let end = prefix_end(&key);
         let relied_on = location.to_string().into_bytes();
         let claims = self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)?;
-        let holds = |claim: &[u8]| holder.is_some_and(|id| claim.get(..16) == Some(id.0.as_bytes().as_slice()));
         let mut below = 0;
         for claim in &claims {
             match claim.key == key {
-                true if !holds(&claim.value) => return Ok(false),
+                true if holder.is_none() || id_of(&claim.value) != holder => return Ok(false),
                 true => {}
                 false if !relies_on(&claim.value, &relied_on, true) => return Ok(false),
                 false => below += 1,
@@ -293,14 +306,13 @@ impl LocationIndex {
             let namespace = &key[4..key.len() - 1];
             for inside in self.kv.scan(&key, end.as_deref(), 10_000).await.map_err(store)? {
                 // Claims from before claims named a location are released too.
-                let left = inside.value.len() == 17 || relies_on(&inside.value, namespace, false);
+                let left = inside.value.len() == ID_AND_KIND || relies_on(&inside.value, namespace, false);
                 if inside.key == key || !left {
                     continue;
                 }
                 checks.push(Check::AtVersion(inside.key.clone(), inside.version));
-                let holder = inside.value.get(..16).and_then(|b| uuid::Uuid::from_slice(b).ok());
-                if let Some(holder) = holder {
-                    let mut owned = owned_prefix(ClaimId(holder));
+                if let Some(holder) = id_of(&inside.value) {
+                    let mut owned = owned_prefix(holder);
                     // `loc/<location>/` holds `<location>`.
                     owned.extend_from_slice(&inside.key[4..inside.key.len() - 1]);
                     writes.push(Write { key: owned, value: None });
@@ -319,7 +331,7 @@ impl LocationIndex {
         let key = claim_key(location);
         for _ in 0..3 {
             let Some(held) = self.kv.get(&key).await.map_err(store)? else { return Ok(()) };
-            if held.value.len() <= 17 || held.value.last() == Some(&MOVED) {
+            if held.value.len() <= ID_AND_KIND || held.value.last() == Some(&MOVED) {
                 return Ok(());
             }
             let mut value = held.value.clone();
@@ -339,8 +351,7 @@ impl LocationIndex {
         let Some(entry) = self.kv.get(&claim_key(location)).await.map_err(store)? else {
             return Ok(None);
         };
-        let id = entry.value.get(..16).and_then(|b| uuid::Uuid::from_slice(b).ok());
-        Ok(id.map(ClaimId))
+        Ok(id_of(&entry.value))
     }
 
     /// Releases one location claimed by `id` (a claim that did not take effect).
