@@ -1,12 +1,13 @@
 //! Server-side scan planning: equal to PyIceberg's own planning, kept under a
-//! read-only native mount, refused (501, naming the mount) under a rest mount, and
-//! plan ids and plan tasks that only this server's own tokens open.
+//! read-only native mount, refused (501, naming the mount) under a rest mount, plan
+//! ids and plan tasks that only this server's own tokens open, and plans that outrun
+//! the budget: submitted, polled, failed, cancelled, expired, and forgotten by a restart.
 
 use crate::support;
 
 use serde_json::{json, Value};
 use support::python::pytest;
-use support::{assert_error, schema, Server};
+use support::{assert_error, child_of_main_request, schema, Server};
 
 const PLAN: &str = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan";
 
@@ -109,4 +110,83 @@ async fn plan_ids_and_plan_tasks_are_this_servers_own() {
         assert!(got.1["error"]["message"].as_str().unwrap().contains(says), "{body}: {}", got.1);
     }
     assert_error(&s.post("/namespaces/db/tables/nope/plan", json!({})).await, 404, "NoSuchTableException");
+}
+
+/// Every plan outruns a budget of 0 ms.
+const POLLED: &str = "[planning]\nbudget_ms = 0\nplan_ttl_secs = 2\n";
+
+#[test]
+fn submitted_plans_are_polled_for_by_real_clients() {
+    let server = Server::start("[planning]\nbudget_ms = 0\n");
+    pytest("test_async_planning.py", &server);
+}
+
+/// Polls the plan at `path` until it is no longer submitted.
+async fn poll(s: &Server, path: &str) -> (u16, Value) {
+    for _ in 0..200 {
+        let got = s.get(path).await;
+        if got.0 != 200 || got.1["status"] != "submitted" {
+            return got;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{path} stayed submitted");
+}
+
+#[tokio::test]
+async fn plans_that_outrun_the_budget_are_held_until_fetched_cancelled_or_expired() {
+    let s = Server::start(POLLED);
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    let (status, created) = s.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await;
+    assert_eq!(status, 200, "{created}");
+    // A snapshot whose manifest list (inside the table) was never written: planning it
+    // reads storage, and fails.
+    let location = created["metadata"]["location"].as_str().unwrap();
+    let commit = child_of_main_request(None, 1, 1, &format!("{location}/metadata/snap-1-missing.avro"));
+    assert_eq!(s.post("/namespaces/db/tables/t", commit).await.0, 200);
+    assert_eq!(s.post("/namespaces/db/tables", json!({"name": "u", "schema": schema()})).await.0, 200);
+
+    // What the client got wrong is answered at once, whatever the budget.
+    assert_error(
+        &s.post("/namespaces/db/tables/t/plan", json!({"select": ["nope"]})).await,
+        400,
+        "BadRequestException",
+    );
+
+    let submit = || async {
+        let (status, submitted) = s.post("/namespaces/db/tables/t/plan", json!({})).await;
+        assert_eq!((status, &submitted["status"]), (200, &json!("submitted")), "{submitted}");
+        let id = submitted["plan-id"].as_str().unwrap().to_string();
+        format!("/namespaces/db/tables/t/plan/{id}")
+    };
+
+    // A plan that fails says why, in Iceberg's error model.
+    let failing = submit().await;
+    let (status, failed) = poll(&s, &failing).await;
+    assert_eq!((status, &failed["status"]), (200, &json!("failed")), "{failed}");
+    assert_eq!(failed["error"]["code"], 500, "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("snap-1-missing"), "{failed}");
+    // The id is good for its own table only.
+    let elsewhere = failing.replace("/tables/t/", "/tables/u/");
+    assert_error(&s.get(&elsewhere).await, 404, "NoSuchPlanIdException");
+    assert_error(&s.delete(&elsewhere).await, 404, "NoSuchPlanIdException");
+
+    // Cancelled: said so until it expires.
+    let cancelled = submit().await;
+    assert_eq!(s.delete(&cancelled).await.0, 204);
+    assert_eq!(s.get(&cancelled).await, (200, json!({"status": "cancelled"})));
+
+    // Nobody asks for longer than its time to live (2 s): dropped, 404.
+    let forgotten = submit().await;
+    tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+    for path in [&forgotten, &cancelled, &failing] {
+        assert_error(&s.get(path).await, 404, "NoSuchPlanIdException");
+    }
+
+    // Plans survive no restart: the client is told the id is unknown, and plans again.
+    let held = submit().await;
+    assert_eq!(s.get(&held).await.0, 200);
+    let s = s.restart(POLLED).unwrap_or_else(|out| panic!("{out}"));
+    assert_error(&s.get(&held).await, 404, "NoSuchPlanIdException");
+    assert_eq!(s.post("/namespaces/db/tables/t/plan", json!({})).await.0, 200);
 }

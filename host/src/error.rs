@@ -185,15 +185,21 @@ pub fn change_failed(e: BackendError, absent: impl FnOnce(String) -> Error) -> E
     )
 }
 
+impl Error {
+    /// Iceberg's `ErrorModel` of this error: its message, exception type and status.
+    pub fn model(&self) -> serde_json::Value {
+        let (status, kind) = self.status_and_type();
+        serde_json::json!({ "message": self.to_string(), "type": kind, "code": status.as_u16() })
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let (status, kind) = self.status_and_type();
+        let status = self.status_and_type().0;
         if status.is_server_error() {
             tracing::error!(code = status.as_u16(), error = %self, "request failed");
         }
-        let body = serde_json::json!({
-            "error": { "message": self.to_string(), "type": kind, "code": status.as_u16() }
-        });
+        let body = serde_json::json!({ "error": self.model() });
         let mut response = (status, axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response

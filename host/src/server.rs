@@ -22,6 +22,7 @@ use crate::mounts::{open_mounts, refuse_shadowing, Mount, Mounts};
 use crate::paging::PageTokens;
 use crate::sandbox::bindings::Features;
 use crate::sandbox::{builtin, Capabilities, Runtime};
+use crate::scan::plans::{Limits as PlanLimits, Plans};
 use crate::storage::kv::{Check, KvStore, PgStore, RedbStore, Write};
 use crate::storage::location_index::LocationIndex;
 use crate::storage::vending::Vendor;
@@ -137,6 +138,16 @@ pub async fn reset_admin_credential(config: &Config) -> anyhow::Result<(String, 
     minted_admin::reset(&host, &data_dir).await
 }
 
+/// How scan plans run and are held, from `[planning]`.
+fn plan_limits(planning: &crate::config::PlanningConfig) -> PlanLimits {
+    PlanLimits {
+        budget: std::time::Duration::from_millis(planning.budget_ms),
+        concurrency: planning.concurrency,
+        max_plans: planning.max_plans,
+        ttl: std::time::Duration::from_secs(planning.plan_ttl_secs),
+    }
+}
+
 /// Builds the application state from the configuration.
 pub async fn build(config: &Config) -> anyhow::Result<AppState> {
     Ok(build_with_plugin_sinks(config).await?.0)
@@ -244,6 +255,7 @@ async fn build_with_plugin_sinks(config: &Config) -> anyhow::Result<(AppState, V
     let state = AppState {
         mounts,
         tokens,
+        plans: Plans::new(plan_limits(&config.planning)),
         endpoints,
         mount_endpoints,
         root_endpoints,

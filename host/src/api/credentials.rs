@@ -90,7 +90,7 @@ pub async fn delegate(
     signer: &str,
 ) -> Delegated {
     if wants_vended(delegation) {
-        if let Some(vended) = vend(state, authz, mount, namespace, name, location).await {
+        if let Some(vended) = vend(state, authz, mount, namespace, name, location, None).await {
             return Delegated::Vended(vended);
         }
     }
@@ -126,7 +126,8 @@ pub fn access_of(held: Option<&Entitlement<'_>>, mount: &Mount) -> DataAccess {
 
 /// Vends credentials for the table at `location` in `mount`, as [`data_access`] says. A
 /// mount without a warehouse here (a remote catalog) gets nothing from this server.
-/// Credentials that expire name the loadCredentials route a client refreshes them at.
+/// Credentials that expire name the loadCredentials route a client refreshes them at;
+/// with `at_most`, they expire no later than that from now.
 pub async fn vend(
     state: &super::AppState,
     authz: &Access,
@@ -134,13 +135,14 @@ pub async fn vend(
     namespace: &[String],
     name: &str,
     location: &Location,
+    at_most: Option<std::time::Duration>,
 ) -> Option<Vended> {
     mount.served_files()?;
     let resource = Resource::table(namespace, name);
     let caller = &authz.caller;
     let held = authz.held(&resource);
     let access = access_of(held.as_ref(), mount);
-    let vended = state.vendor.vend(location, access, &caller.name).await;
+    let vended = state.vendor.vend(location, access, &caller.name, at_most).await;
     let audited = match &vended {
         Ok(vended) => {
             tracing::info!(table = %resource, caller = %caller.name, ?access, prefix = %vended.prefix, "credentials vended");
@@ -198,7 +200,7 @@ pub async fn load(
     mount.require_endpoint(Endpoint::LoadCredentials, None)?;
     let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
     let location = tables::location(mount, &loaded.held)?;
-    let list = match vend(&state, access, mount, &resolved.namespace(), &ident.name, &location).await {
+    let list = match vend(&state, access, mount, &resolved.namespace(), &ident.name, &location, None).await {
         Some(vended) => vended.to_value(),
         None => serde_json::json!([]),
     };

@@ -220,7 +220,9 @@ async fn vend_anew(state: &AppState, caller: &Caller, revend: &Revend, body: Vec
             return body;
         }
     };
-    if let Some(vended) = credentials::vend(state, &access, mount, &revend.namespace, &revend.table, &location).await {
+    if let Some(vended) =
+        credentials::vend(state, &access, mount, &revend.namespace, &revend.table, &location, None).await
+    {
         json["storage-credentials"] = vended.to_value();
         if let Some(config) = json.get_mut("config").and_then(|c| c.as_object_mut()) {
             config.extend(vended.config.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))));

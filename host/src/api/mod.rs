@@ -52,6 +52,8 @@ pub use request_id::RequestIds;
 pub struct AppState {
     pub mounts: Mounts,
     pub tokens: PageTokens,
+    /// The scan plans this process computes or holds for their clients.
+    pub plans: crate::scan::plans::Plans,
     /// The endpoints advertised in `/v1/config`: what the host implements and every mount supports.
     pub endpoints: Vec<String>,
     /// The endpoints each named mount serves, advertised to a client that targets it.

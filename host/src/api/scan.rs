@@ -1,6 +1,8 @@
 //! Scan planning routes: planTableScan, fetchPlanningResult, cancelPlanning and
-//! fetchScanTasks. Plans complete synchronously; plan ids and plan tasks are
-//! signed (request, offset) pairs, so no plan is stored and any process answers.
+//! fetchScanTasks. A plan done within the budget is answered at once, and its plan id
+//! and plan tasks are signed (request, offset) pairs: nothing is stored and any process
+//! answers. A slower plan is answered `submitted` and held by this process
+//! (`scan::plans`) until its client fetches it.
 
 use axum::extract::{Path, State as AxState};
 use axum::http::StatusCode;
@@ -15,7 +17,8 @@ use super::{AppState, Endpoint, Json, State};
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::mounts::Mount;
-use crate::scan::{self, PlanRequest, TASKS_PER_RESPONSE};
+use crate::scan::plans::{Answer, Status};
+use crate::scan::{self, Plan, PlanRequest, TASKS_PER_RESPONSE};
 use crate::storage::location::Location;
 use crate::tables;
 
@@ -25,6 +28,9 @@ use crate::tables;
 struct Signed {
     request: PlanRequest,
     offset: usize,
+    /// The held plan the tasks are slices of, while this process holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held: Option<String>,
 }
 
 /// The cursor spaces of plan ids and plan tasks: one table's, so a token from one
@@ -62,22 +68,28 @@ async fn open<'s>(
     Ok(Opened { resolved, metadata, location })
 }
 
-/// A completed plan's body from `offset` on, with plan tasks for whatever does not fit.
-async fn completed(
-    state: &AppState,
+/// The warehouse a mount's tables are planned over.
+fn warehouse_of(mount: &Mount) -> Result<&crate::storage::warehouse::Warehouse, Error> {
+    mount
+        .served_files()
+        .ok_or_else(|| Error::Unsupported(format!("{} does not let this server read its manifests", mount.label())))
+}
+
+/// Plans `request` again, at once (a plan id or plan task no process holds a plan for).
+async fn replan(
     mount: &Mount,
     location: &Location,
     metadata: TableMetadata,
-    signed: &Signed,
-    task_space: &str,
-) -> Result<serde_json::Map<String, Value>, Error> {
-    let warehouse = mount
-        .served_files()
-        .ok_or_else(|| Error::Unsupported(format!("{} does not let this server read its manifests", mount.label())))?;
-    let plan = scan::plan(warehouse, location, metadata, &signed.request).await?;
+    request: &PlanRequest,
+) -> Result<Plan, Error> {
+    scan::run(scan::prepare(metadata, request)?, warehouse_of(mount)?, location).await
+}
+
+/// The scan tasks of `plan` from `signed`'s offset on, with plan tasks for whatever
+/// does not fit.
+fn scan_tasks(state: &AppState, plan: &Plan, signed: &Signed, task_space: &str) -> serde_json::Map<String, Value> {
     let (tasks, delete_files) = plan.slice(signed.offset, TASKS_PER_RESPONSE);
     let mut body = serde_json::Map::new();
-    body.insert("status".into(), json!("completed"));
     body.insert("file-scan-tasks".into(), json!(tasks));
     body.insert("delete-files".into(), json!(delete_files));
     // Only the first response hands out plan tasks; each task is one later slice.
@@ -85,13 +97,58 @@ async fn completed(
         let plan_tasks: Vec<String> = (TASKS_PER_RESPONSE..plan.task_count())
             .step_by(TASKS_PER_RESPONSE)
             .map(|offset| {
-                let task = Signed { request: signed.request.clone(), offset };
+                let task = Signed { request: signed.request.clone(), offset, held: signed.held.clone() };
                 state.tokens.issue(task_space, &serde_json::to_string(&task).expect("serializable"))
             })
             .collect();
         body.insert("plan-tasks".into(), json!(plan_tasks));
     }
-    Ok(body)
+    body
+}
+
+/// One request's answers about one table's plans: where the table was resolved (and
+/// the caller's access), its location, the delegation asked for, and the space of its
+/// plan tasks.
+struct Answering<'a, 's> {
+    state: &'a AppState,
+    resolved: &'a Resolved<'s>,
+    location: &'a Location,
+    delegation: Option<&'a str>,
+    task_space: String,
+}
+
+impl<'a, 's> Answering<'a, 's> {
+    /// For the table `raw`.`name` (as the route names it).
+    fn new(
+        state: &'a AppState,
+        resolved: &'a Resolved<'s>,
+        location: &'a Location,
+        delegation: Option<&'a str>,
+        (raw, name): (&str, &str),
+    ) -> Self {
+        Answering { state, resolved, location, delegation, task_space: space("plan-task", raw, name) }
+    }
+
+    /// A completed plan's answer: its first scan tasks, plan tasks for the rest, and
+    /// the credentials that read them (living no longer than `at_most`).
+    async fn completed(
+        &self,
+        plan: &Plan,
+        signed: &Signed,
+        at_most: Option<std::time::Duration>,
+    ) -> serde_json::Map<String, Value> {
+        let Answering { state, resolved, location, delegation, .. } = self;
+        let mut body = scan_tasks(state, plan, signed, &self.task_space);
+        body.insert("status".into(), json!("completed"));
+        if credentials::wants_vended(*delegation) {
+            let (mount, ns, name) = (resolved.mount, resolved.namespace(), &resolved.ident.name);
+            if let Some(vended) = credentials::vend(state, &resolved.access, mount, &ns, name, location, at_most).await
+            {
+                body.insert("storage-credentials".into(), vended.to_value());
+            }
+        }
+        body
+    }
 }
 
 /// planTableScan
@@ -109,18 +166,23 @@ pub async fn plan(
         request.snapshot_id = table.metadata.current_snapshot().map(|s| s.snapshot_id());
     }
     let Opened { resolved, metadata, location } = table;
-    let signed = Signed { request, offset: 0 };
-    let task_space = space("plan-task", &raw, &name);
-    let mut body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
-    let plan_id =
-        state.tokens.issue(&space("plan", &raw, &name), &serde_json::to_string(&signed).expect("serializable"));
+    // What the client got wrong is answered now, not when the plan is fetched.
+    let prepared = scan::prepare(metadata, &request)?;
+    let warehouse = warehouse_of(resolved.mount)?.clone();
+    let work = {
+        let location = location.clone();
+        async move { scan::run(prepared, &warehouse, &location).await }
+    };
+    let plan_space = space("plan", &raw, &name);
+    let plan = match state.plans.plan(plan_space.clone(), request.clone(), work).await? {
+        Answer::Completed(plan) => plan,
+        Answer::Submitted(plan_id) => return Ok(axum::Json(json!({ "status": "submitted", "plan-id": plan_id }))),
+    };
+    let signed = Signed { request, offset: 0, held: None };
+    let answering = Answering::new(&state, &resolved, &location, delegation.as_deref(), (&raw, &name));
+    let mut body = answering.completed(&plan, &signed, None).await;
+    let plan_id = state.tokens.issue(&plan_space, &serde_json::to_string(&signed).expect("serializable"));
     body.insert("plan-id".into(), json!(plan_id));
-    if credentials::wants_vended(delegation.as_deref()) {
-        let (mount, ns) = (resolved.mount, resolved.namespace());
-        if let Some(vended) = credentials::vend(&state, &resolved.access, mount, &ns, &name, &location).await {
-            body.insert("storage-credentials".into(), vended.to_value());
-        }
-    }
     Ok(axum::Json(Value::Object(body)))
 }
 
@@ -135,8 +197,8 @@ fn verify_plan_id(state: &AppState, raw: &str, name: &str, plan_id: &str) -> Res
         .ok_or_else(|| Error::NoSuchPlanId(format!("no plan {plan_id:?} for this table")))
 }
 
-/// fetchPlanningResult: plans complete synchronously, so this plans again, from
-/// the same snapshot, and answers the same result.
+/// fetchPlanningResult: where a held plan stands; for a plan answered at once, the
+/// same plan again, from the same snapshot.
 pub async fn fetch_result(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
@@ -144,14 +206,29 @@ pub async fn fetch_result(
     DelegationHeader(delegation): DelegationHeader,
 ) -> Result<axum::Json<Value>, Error> {
     let Opened { resolved, metadata, location } =
-        open(&state, caller, Endpoint::FetchPlanningResult, &raw, &name, delegation).await?;
-    let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
-    let task_space = space("plan-task", &raw, &name);
-    let body = completed(&state, resolved.mount, &location, metadata, &signed, &task_space).await?;
-    Ok(axum::Json(Value::Object(body)))
+        open(&state, caller, Endpoint::FetchPlanningResult, &raw, &name, delegation.clone()).await?;
+    let answering = Answering::new(&state, &resolved, &location, delegation.as_deref(), (&raw, &name));
+    let body = match state.plans.status(&space("plan", &raw, &name), &plan_id) {
+        Some(Status::Submitted) => json!({ "status": "submitted" }),
+        Some(Status::Cancelled) => json!({ "status": "cancelled" }),
+        Some(Status::Failed(model)) => json!({ "status": "failed", "error": model }),
+        Some(Status::Completed(plan, request)) => {
+            // The credentials expire with the plan, unless it is asked about again.
+            let ttl = Some(state.plans.limits().ttl);
+            let signed = Signed { request, offset: 0, held: Some(plan_id) };
+            Value::Object(answering.completed(&plan, &signed, ttl).await)
+        }
+        None => {
+            let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
+            let plan = replan(resolved.mount, &location, metadata, &signed.request).await?;
+            Value::Object(answering.completed(&plan, &signed, None).await)
+        }
+    };
+    Ok(axum::Json(body))
 }
 
-/// cancelPlanning: nothing is running or held, so there is nothing to cancel.
+/// cancelPlanning: stops a held plan and lets its result go; a plan answered at once
+/// holds nothing, so there is nothing to cancel.
 pub async fn cancel(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
@@ -159,7 +236,9 @@ pub async fn cancel(
     DelegationHeader(delegation): DelegationHeader,
 ) -> Result<StatusCode, Error> {
     open(&state, caller, Endpoint::CancelPlanning, &raw, &name, delegation).await?;
-    verify_plan_id(&state, &raw, &name, &plan_id)?;
+    if !state.plans.cancel(&space("plan", &raw, &name), &plan_id) {
+        verify_plan_id(&state, &raw, &name, &plan_id)?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -169,7 +248,8 @@ pub struct FetchScanTasksRequest {
     plan_task: String,
 }
 
-/// fetchScanTasks: the slice of the plan one plan task names.
+/// fetchScanTasks: the slice of the plan one plan task names, from the held plan
+/// while this process holds it, else planned again.
 pub async fn fetch_tasks(
     AxState(state): State,
     Extension(caller): Extension<Caller>,
@@ -182,7 +262,10 @@ pub async fn fetch_tasks(
     let task_space = space("plan-task", &raw, &name);
     let task = signed(&state, &task_space, &request.plan_task)
         .ok_or_else(|| Error::NoSuchPlanTask(format!("no plan task {:?} for this table", request.plan_task)))?;
-    let mut body = completed(&state, resolved.mount, &location, metadata, &task, &task_space).await?;
-    body.remove("status");
-    Ok(axum::Json(Value::Object(body)))
+    let held = task.held.as_deref().and_then(|id| state.plans.completed(&space("plan", &raw, &name), id));
+    let plan = match held {
+        Some(plan) => plan,
+        None => std::sync::Arc::new(replan(resolved.mount, &location, metadata, &task.request).await?),
+    };
+    Ok(axum::Json(Value::Object(scan_tasks(&state, &plan, &task, &task_space))))
 }

@@ -1,13 +1,14 @@
 //! The configuration file (TOML) and its defaults. Every key is documented in
 //! `docs/configuration.md`. One file per section: `server` (with `[log]`, `[audit]`,
 //! `[component_cache]`), `auth`, `storage`, `mounts`, `events`, `hooks` (gates and plugin
-//! sinks); this one reads the file and checks
+//! sinks), `planning`; this one reads the file and checks
 //! that the sections agree.
 
 mod auth;
 mod events;
 mod hooks;
 mod mounts;
+mod planning;
 mod server;
 mod storage;
 
@@ -15,6 +16,7 @@ pub use auth::*;
 pub use events::*;
 pub use hooks::*;
 pub use mounts::*;
+pub use planning::*;
 pub use server::*;
 pub use storage::*;
 
@@ -43,6 +45,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// `[gates.<name>]`: admission gates, which see every change before it is made.
     pub gates: std::collections::BTreeMap<String, HookConfig>,
+    /// `[planning]`: server-side scan planning, answered at once or polled for.
+    pub planning: PlanningConfig,
 }
 
 impl Config {
@@ -179,6 +183,7 @@ impl Config {
             }
         }
         problems.extend(self.events.problems());
+        problems.extend(self.planning.problems());
         for (name, gate) in &self.gates {
             problems.extend(gate.problems(&format!("gates.{name}"), &self.plugins));
         }

@@ -5,16 +5,19 @@
 //! Incremental scans (`start-snapshot-id`, `end-snapshot-id`) plan the data files
 //! each append snapshot in the range added.
 //!
-//! Planning completes synchronously. A plan is a pure function of the table
-//! metadata and the request, so plan ids and plan tasks are signed requests
-//! rather than stored state: any process can answer for them.
+//! A plan is a pure function of the table metadata and the request, so plan ids and
+//! plan tasks of plans answered at once are signed requests rather than stored state:
+//! any process can answer for them. A plan that outruns its budget is held by the
+//! process computing it (`plans`) until its client fetches it.
 
 mod content_file;
 pub mod filter;
+pub mod plans;
 
 use std::collections::{HashMap, HashSet};
 
 use futures::TryStreamExt;
+use iceberg::expr::Predicate;
 use iceberg::spec::{ManifestEntryRef, ManifestList, ManifestStatus, Operation, SnapshotRef, TableMetadata};
 use iceberg::table::Table;
 use iceberg::TableIdent;
@@ -64,6 +67,9 @@ struct Task {
 pub struct Plan {
     tasks: Vec<Task>,
     delete_files: Vec<Value>,
+    /// What each task's rows must still be filtered by: the request's whole filter
+    /// (always a sound residual), `true` without one. Iceberg's Java client requires it.
+    residual: Value,
 }
 
 impl Plan {
@@ -83,7 +89,7 @@ impl Plan {
             .skip(start)
             .take(count)
             .map(|task| {
-                let mut t = json!({ "data-file": task.data_file });
+                let mut t = json!({ "data-file": task.data_file, "residual-filter": self.residual });
                 if !task.deletes.is_empty() {
                     let refs: Vec<usize> = task
                         .deletes
@@ -104,15 +110,21 @@ impl Plan {
     }
 }
 
-/// Plans a scan of the table described by `metadata`, whose files `warehouse` reaches.
-/// Only files under the table's `location` are read: a snapshot naming a manifest
-/// list, manifest, data or delete file elsewhere is refused (400).
-pub async fn plan(
-    warehouse: &Warehouse,
-    location: &Location,
+/// A request checked against its table: the snapshots to plan and what to plan them
+/// with. Everything the client got wrong is refused here (400), before any I/O, so a
+/// plan that runs in the background fails only for the server's reasons.
+pub struct Prepared {
     metadata: TableMetadata,
-    req: &PlanRequest,
-) -> Result<Plan, Error> {
+    scope: Scope,
+    predicate: Option<Predicate>,
+    residual: Value,
+    stats_fields: HashSet<i32>,
+    select: Option<Vec<String>>,
+    case_sensitive: bool,
+}
+
+/// Checks `req` against the table described by `metadata`.
+pub fn prepare(metadata: TableMetadata, req: &PlanRequest) -> Result<Prepared, Error> {
     let scope = Scope::of(&metadata, req)?;
     let schema = match scope.snapshots.last() {
         Some(snapshot) => {
@@ -125,8 +137,17 @@ pub async fn plan(
     let predicate = req.filter.as_ref().map(|f| filter::parse(f, &schema, case_sensitive)).transpose()?;
     let stats_fields = field_ids("stats-fields", req.stats_fields.as_deref(), &schema, case_sensitive)?;
     field_ids("select", req.select.as_deref(), &schema, case_sensitive)?;
+    let residual = req.filter.clone().unwrap_or(Value::Bool(true));
+    Ok(Prepared { metadata, scope, predicate, residual, stats_fields, select: req.select.clone(), case_sensitive })
+}
+
+/// Plans the prepared scan, over files `warehouse` reaches. Only files under the
+/// table's `location` are read: a snapshot naming a manifest list, manifest, data or
+/// delete file elsewhere is refused (400).
+pub async fn run(prepared: Prepared, warehouse: &Warehouse, location: &Location) -> Result<Plan, Error> {
+    let Prepared { metadata, scope, predicate, residual, stats_fields, select, case_sensitive } = prepared;
     if scope.snapshots.is_empty() {
-        return Ok(Plan { tasks: Vec::new(), delete_files: Vec::new() });
+        return Ok(Plan { tasks: Vec::new(), delete_files: Vec::new(), residual });
     }
 
     for snapshot in &scope.snapshots {
@@ -145,7 +166,7 @@ pub async fn plan(
     let mut files = HashMap::new();
     for snapshot in &scope.snapshots {
         let mut scan = table.scan().snapshot_id(snapshot.snapshot_id()).with_case_sensitive(case_sensitive);
-        scan = match &req.select {
+        scan = match &select {
             Some(columns) => scan.select(columns),
             None => scan.select_all(),
         };
@@ -199,7 +220,7 @@ pub async fn plan(
     }
     // Plan tasks address slices of the plan, so its order must not depend on I/O timing.
     tasks.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Plan { tasks: tasks.into_iter().map(|(_, t)| t).collect(), delete_files })
+    Ok(Plan { tasks: tasks.into_iter().map(|(_, t)| t).collect(), delete_files, residual })
 }
 
 /// Which snapshots a request plans: one (point in time), or for an incremental scan
@@ -347,6 +368,7 @@ mod tests {
         let plan = Plan {
             tasks: vec![task("a", vec![1]), task("b", vec![]), task("c", vec![0, 1])],
             delete_files: vec![json!("d0"), json!("d1")],
+            residual: json!(true),
         };
         let (tasks, deletes) = plan.slice(0, 2);
         assert_eq!(tasks.len(), 2);

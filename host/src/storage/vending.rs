@@ -246,9 +246,17 @@ impl Vendor {
             .expect("the server's store claims every location")
     }
 
-    /// Credentials for the table at `location`; `session` names the caller in STS.
-    pub async fn vend(&self, location: &Location, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
-        let vended = self.vend_unrecorded(location, access, session).await;
+    /// Credentials for the table at `location`; `session` names the caller in STS. With
+    /// `at_most`, credentials that expire live no longer than that (static keys never
+    /// expire).
+    pub async fn vend(
+        &self,
+        location: &Location,
+        access: DataAccess,
+        session: &str,
+        at_most: Option<Duration>,
+    ) -> Result<Vended, Refusal> {
+        let vended = self.vend_unrecorded(location, access, session, at_most).await;
         match &vended {
             Ok(_) => crate::telemetry::vend("issued", ""),
             Err(refusal) => crate::telemetry::vend("refused", refusal.as_label()),
@@ -256,7 +264,13 @@ impl Vendor {
         vended
     }
 
-    async fn vend_unrecorded(&self, location: &Location, access: DataAccess, session: &str) -> Result<Vended, Refusal> {
+    async fn vend_unrecorded(
+        &self,
+        location: &Location,
+        access: DataAccess,
+        session: &str,
+        at_most: Option<Duration>,
+    ) -> Result<Vended, Refusal> {
         if matches!(self.mode, Mode::Off) {
             return Err(Refusal::Off);
         }
@@ -285,7 +299,8 @@ impl Vendor {
             Mode::Sts { role_arn, duration } => {
                 let sts = self.store_of(location).sts.as_ref().expect("every store has an STS in mode sts");
                 let policy = session_policy(location, access).to_string();
-                let c = sts.assume_role(role_arn, &session_name(session), &policy, *duration).await?;
+                let duration = at_most.map_or(*duration, |at_most| at_most.clamp(Duration::from_secs(1), *duration));
+                let c = sts.assume_role(role_arn, &session_name(session), &policy, duration).await?;
                 let mut keys = vec![
                     ("s3.access-key-id".to_string(), c.access_key_id),
                     ("s3.secret-access-key".to_string(), c.secret_access_key),
