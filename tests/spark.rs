@@ -24,7 +24,8 @@ async fn spark_sql_end_to_end() {
         &format!(
             // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
             // So do vended credentials: Spark refreshes them through loadCredentials.
-            "[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}duration_secs = {STS_LIFETIME_S}\n\
+            // Every scan plan outruns a budget of 0: Spark's planned scans poll for theirs.
+            "[planning]\nbudget_ms = 0\n[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}duration_secs = {STS_LIFETIME_S}\n\
              [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{dir}/pg\"\nowner = \"acme\"\n\
              [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{remote}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n\
              [mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{dir}/lake.redb\"\nwarehouse_location = \"s3://lake/warehouse\"\nowner = \"acme\"\n",
@@ -64,6 +65,14 @@ async fn spark_sql_end_to_end() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert!(refreshes > 0.0, "Spark never asked loadCredentials:\n{metrics}");
+    let polls: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("rustberg_http_requests_total{") && l.contains("/plan/{") && l.contains("method=\"GET\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(polls > 0.0, "Spark never polled for a plan:\n{metrics}");
 
     // What Spark wrote through its vended credentials is in the bucket, under the table.
     let listing = reqwest::get(format!("{}/lake?list-type=2&prefix=warehouse/", moto.url)).await.unwrap();

@@ -1,8 +1,9 @@
 """Spark SQL (PySpark in local mode, Iceberg's Spark runtime, Java's RESTCatalog) against a
 running Rustberg: DDL, DML in both write modes, schema evolution, time travel, branches,
 procedures, views, renames and purges, one query across the root catalog and two mounts,
-a table on S3 written and read with vended credentials only, four sessions appending to one
-table at once, and the bad input the Java client can send.
+a table on S3 written and read with vended credentials only, scans planned by the server
+(polled for), four sessions appending to one table at once, and the bad input the Java
+client can send.
 
 Environment: RUSTBERG_URL, RUSTBERG_CREDENTIAL (id:secret), SPARK_JARS (comma-separated jar
 paths), RUSTBERG_WAREHOUSE (the root warehouse's folder), the mounts `pg` (native), `partner`
@@ -46,6 +47,14 @@ def catalog_settings():
         "paged": {"uri": url, "credential": credential, "warehouse": "root", "rest-page-size": "2"},
         # The root catalog, each load a load (Spark caches tables otherwise).
         "uncached": {"uri": url, "credential": credential, "warehouse": "root", "cache-enabled": "false"},
+        # Scans planned by the server (every plan outruns the budget there: polled for).
+        "planned": {
+            "uri": url,
+            "credential": credential,
+            "warehouse": "root",
+            "scan-planning-mode": "server",
+            "cache-enabled": "false",
+        },
         # A mechanism the spec does not name.
         "misspelled": {
             "uri": url,
@@ -213,6 +222,17 @@ def test_s3_with_vended_credentials_only(spark):
     assert rows(spark, "SELECT id, data FROM lake.s3db.events") == [(2, "b")]
     paths = [r[0] for r in rows(spark, "SELECT file_path FROM lake.s3db.events.files")]
     assert paths and all(p.startswith("s3://lake/warehouse/s3db/events") for p in paths), paths
+
+
+def test_scans_planned_by_the_server_are_polled_for_and_read_the_same_rows(spark):
+    spark.sql("CREATE NAMESPACE root.planned_db")
+    spark.sql("CREATE TABLE root.planned_db.t (id bigint, kind string) USING iceberg PARTITIONED BY (kind)")
+    spark.sql("INSERT INTO root.planned_db.t VALUES (1, 'a'), (2, 'b'), (3, 'b')")
+    spark.sql("INSERT INTO root.planned_db.t VALUES (4, 'c')")
+    spark.sql("DELETE FROM root.planned_db.t WHERE id = 2")
+    for where in ["", " WHERE kind = 'b'", " WHERE id > 1"]:
+        query = "SELECT id, kind FROM {}.planned_db.t" + where + " ORDER BY id"
+        assert rows(spark, query.format("planned")) == rows(spark, query.format("root")), where
 
 
 def test_four_sessions_append_to_one_table_at_once(spark):
