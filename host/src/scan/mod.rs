@@ -16,9 +16,11 @@ pub mod plans;
 
 use std::collections::{HashMap, HashSet};
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use iceberg::expr::Predicate;
-use iceberg::spec::{ManifestEntryRef, ManifestList, ManifestStatus, Operation, SnapshotRef, TableMetadata};
+use iceberg::spec::{
+    Manifest, ManifestEntryRef, ManifestFile, ManifestList, ManifestStatus, Operation, SnapshotRef, TableMetadata,
+};
 use iceberg::table::Table;
 use iceberg::TableIdent;
 use serde::{Deserialize, Serialize};
@@ -29,6 +31,9 @@ use crate::error::Error;
 use crate::storage::location::Location;
 use crate::storage::scoped;
 use crate::storage::warehouse::Warehouse;
+
+/// Manifests read at once while collecting the planned files' entries.
+const MANIFEST_READS: usize = 8;
 
 /// At most this many file scan tasks go in one response; the rest are plan tasks.
 pub const TASKS_PER_RESPONSE: usize = 1000;
@@ -160,6 +165,9 @@ pub async fn run(prepared: Prepared, warehouse: &Warehouse, location: &Location)
         .file_io(io.clone())
         .runtime(iceberg::Runtime::try_current().map_err(|e| Error::Internal(e.to_string()))?)
         .readonly(true)
+        // A table is opened per plan, which reads each manifest once: a cache would only
+        // hold memory (up to 32 MiB) for the plan's duration.
+        .disable_cache()
         .build()
         .map_err(|e| Error::Internal(format!("opening the table for planning: {e}")))?;
     let mut planned = Vec::new();
@@ -333,12 +341,18 @@ async fn manifest_entries(
     let bytes = io.new_input(snapshot.manifest_list()).map_err(unreadable)?.read().await.map_err(unreadable)?;
     let list = ManifestList::parse_with_version(&bytes, metadata.format_version()).map_err(unreadable)?;
     let schema = snapshot.schema(metadata).map_err(unreadable)?;
-    for manifest_file in list.entries().iter().filter(|m| added_by.is_none_or(|id| m.added_snapshot_id == id)) {
+    // Read a few at a time: a table of thousands of manifests is read in a fraction of
+    // the time, and each is let go once its entries are taken.
+    let read: Vec<ManifestFile> =
+        list.entries().iter().filter(|m| added_by.is_none_or(|id| m.added_snapshot_id == id)).cloned().collect();
+    let reads = read.into_iter().map(|manifest_file| load_manifest(io.clone(), manifest_file));
+    let mut reads = futures::stream::iter(reads).buffer_unordered(MANIFEST_READS);
+    while let Some((manifest_file, manifest)) = reads.try_next().await? {
+        let manifest_file = &manifest_file;
         let spec = metadata
             .partition_spec_by_id(manifest_file.partition_spec_id)
             .ok_or_else(|| Error::Internal(format!("no partition spec {}", manifest_file.partition_spec_id)))?;
         let partition_type = spec.partition_type(&schema).map_err(unreadable)?;
-        let manifest = manifest_file.load_manifest(io).await.map_err(unreadable)?;
         let added = |e: &&ManifestEntryRef| {
             added_by.is_none_or(|id| e.status() == ManifestStatus::Added && e.snapshot_id() == Some(id))
         };
@@ -356,6 +370,12 @@ async fn manifest_entries(
         }
     }
     Ok(found)
+}
+
+/// One manifest, with the entry of the list that names it.
+async fn load_manifest(io: iceberg::io::FileIO, file: ManifestFile) -> Result<(ManifestFile, Manifest), Error> {
+    let manifest = file.load_manifest(&io).await.map_err(unreadable)?;
+    Ok((file, manifest))
 }
 
 #[cfg(test)]
