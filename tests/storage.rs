@@ -316,6 +316,36 @@ async fn vended_credentials_expire_and_a_304_never_outlives_them() {
     assert!(renewed.parse::<i64>().unwrap() > expires);
 }
 
+/// The credentials that come with a plan held for its client live no longer than the
+/// plan (`[planning] plan_ttl_secs`), whatever the vending duration.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_plans_credentials_expire_with_the_plan() {
+    let ttl_s = 30;
+    let (_moto, _sts, server, _mount_dir) =
+        lake(|c| format!("{c}\n[planning]\nbudget_ms = 0\nplan_ttl_secs = {ttl_s}\n")).await;
+    let writer = server.login("writer", "writer-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["db"]})).await.0, 200);
+    assert_eq!(writer.post("/namespaces/db/tables", json!({"name": "t", "schema": schema()})).await.0, 200);
+    let (status, submitted) =
+        vended(&writer, reqwest::Method::POST, "/namespaces/db/tables/t/plan", Some(json!({}))).await;
+    assert_eq!((status, &submitted["status"]), (200, &json!("submitted")), "{submitted}");
+    let path = format!("/namespaces/db/tables/t/plan/{}", submitted["plan-id"].as_str().unwrap());
+    let completed = loop {
+        let (status, fetched) = vended(&writer, reqwest::Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{fetched}");
+        if fetched["status"] != "submitted" {
+            break fetched;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(completed["status"], "completed", "{completed}");
+    let config = &completed["storage-credentials"][0]["config"];
+    let expires: i64 = config["s3.session-token-expires-at-ms"].as_str().expect("an expiry").parse().unwrap();
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let left = expires - now_ms;
+    assert!((ttl_s - 10) * 1000 < left && left <= ttl_s * 1000, "the plan's credentials expire in {left} ms");
+}
+
 /// A vend that fails is not an error: the table loads without credentials, the
 /// response never carries `null`, and the log says why.
 #[tokio::test(flavor = "multi_thread")]
