@@ -185,6 +185,9 @@ async fn plans_that_outrun_the_budget_are_held_until_fetched_cancelled_or_expire
 
     // Plans survive no restart: the client is told the id is unknown, and plans again.
     let held = submit().await;
+    let metrics = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("rustberg_scan_plans_total{answer=\"submitted\"} 4"), "{metrics}");
+    assert!(metrics.contains("rustberg_scan_plans_held 1"), "{metrics}");
     assert_eq!(s.get(&held).await.0, 200);
     let s = s.restart(POLLED).unwrap_or_else(|out| panic!("{out}"));
     assert_error(&s.get(&held).await, 404, "NoSuchPlanIdException");

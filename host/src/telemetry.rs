@@ -231,3 +231,14 @@ pub fn event_delivery(sink: &str, outcome: &'static str, count: usize) {
     counter!("rustberg_event_deliveries_total", "sink" => sink.to_string(), "outcome" => outcome)
         .increment(count as u64);
 }
+
+/// A planTableScan's answer: `completed` within the budget, `submitted` (held),
+/// `refused` (too many held).
+pub fn scan_plan(answer: &'static str) {
+    counter!("rustberg_scan_plans_total", "answer" => answer).increment(1);
+}
+
+/// How many plans are held for their clients.
+pub fn scan_plans_held(count: usize) {
+    gauge!("rustberg_scan_plans_held").set(count as f64);
+}

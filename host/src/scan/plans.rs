@@ -128,6 +128,7 @@ impl Plans {
                     if holding >= self.inner.limits.max_plans {
                         drop(held);
                         drop(guard);
+                        crate::telemetry::scan_plan("refused");
                         return Err(Error::Unavailable(format!(
                             "{holding} scan plans are already being computed or waiting to be fetched \
                              (planning.max_plans); plan again later"
@@ -136,6 +137,8 @@ impl Plans {
                     entry.waiting = None;
                     drop(held);
                     guard.disarm();
+                    crate::telemetry::scan_plan("submitted");
+                    crate::telemetry::scan_plans_held(holding + 1);
                     return Ok(Answer::Submitted(id));
                 }
                 // Finished as the budget ran out: it went to the receiver.
@@ -144,6 +147,7 @@ impl Plans {
             }
         };
         guard.disarm();
+        crate::telemetry::scan_plan("completed");
         match done {
             Ok(result) => result.map(Answer::Completed),
             Err(_) => Err(Error::Internal("the scan plan was stopped before it finished".into())),
@@ -213,13 +217,15 @@ impl Inner {
     /// running ones. A plan still waited on belongs to its request.
     fn sweep(&self) {
         let now = Instant::now();
-        self.lock().retain(|_, h| {
+        let mut held = self.lock();
+        held.retain(|_, h| {
             let keep = h.waiting.is_some() || h.expires > now;
             if !keep {
                 h.task.abort();
             }
             keep
         });
+        crate::telemetry::scan_plans_held(held.values().filter(|h| h.waiting.is_none()).count());
     }
 }
 
