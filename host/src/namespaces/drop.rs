@@ -9,8 +9,12 @@ use crate::mounts::Mounts;
 use crate::recovery;
 use crate::sandbox::attempt::{Ridden, Rider};
 use crate::sandbox::{BackendError, BackendErrorKind};
-use crate::storage::kv::Commit;
 use crate::tables::{locations, serial};
+
+/// How many times a drop whose commit carries the host's reads what it releases: a
+/// refusal may be a claim that changed since (the namespace not being empty refuses
+/// every time).
+const RIDER_ATTEMPTS: usize = 3;
 
 /// Drops the empty namespace `at` and forgets what the host held for it. Where the
 /// backend's commit can carry them, the grants, owner and claim go with it (the host
@@ -34,31 +38,38 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
     let space = authz.key_space();
     let event = teller.commit(vec![Operation::DropNamespace { namespace: at.ns.to_vec() }]);
     if mount.backend.carries_riders_to(space) {
-        let (mut commit, forgotten) = authz.forgetting(&resource).await?;
-        if let Some(warehouse) = &mount.warehouse {
-            // Its claim (`release_unchanged`), unconditionally: the backend's commit
-            // drops the namespace only if it is empty, at the same moment.
-            let release = warehouse.index().release_unchanged(at.claim_id()).await?;
-            commit = commit.join(Commit { checks: vec![], ..release });
-        }
-        // The host key space is the outbox's.
-        if let Some(event) = event {
-            commit = commit.join(event);
-        }
-        let rider = Rider { space: space.clone(), commit };
-        let (dropped, ridden) = mount.backend.drop_namespace_carrying(at.local.to_vec(), rider).await;
-        if matches!(ridden, Ridden::Landed | Ridden::Unknown) {
-            // What the store now holds, written or not.
-            authz.learn(&forgotten).await?;
-        }
-        return match (dropped, ridden) {
-            (Ok(()), Ridden::Landed) => {
-                teller.written();
-                Ok(())
+        for attempt in 1..=RIDER_ATTEMPTS {
+            let (mut commit, forgotten) = authz.forgetting(&resource).await?;
+            if let Some(warehouse) = &mount.warehouse {
+                // Its claim and the claims left inside it, each only as read: a rename
+                // out of it marks its table's claim (to keep it) just before it empties
+                // the namespace, which may be after this read.
+                commit = commit.join(warehouse.index().release_unchanged(at.claim_id()).await?);
             }
-            (Ok(()), _) => Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label()))),
-            (Err(e), _) => Err(failed(e)),
-        };
+            // The host key space is the outbox's.
+            if let Some(event) = &event {
+                commit = commit.join(event.clone());
+            }
+            let rider = Rider { space: space.clone(), commit };
+            let (dropped, ridden) = mount.backend.drop_namespace_carrying(at.local.to_vec(), rider).await;
+            if matches!(ridden, Ridden::Landed | Ridden::Unknown) {
+                // What the store now holds, written or not.
+                authz.learn(&forgotten).await?;
+            }
+            return match (dropped, ridden) {
+                (Ok(()), Ridden::Landed) => {
+                    teller.written();
+                    Ok(())
+                }
+                // Something it read changed (or the namespace is not empty): read again.
+                (Err(_), Ridden::Refused) if attempt < RIDER_ATTEMPTS => continue,
+                (Ok(()), _) => {
+                    Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label())))
+                }
+                (Err(e), _) => Err(failed(e)),
+            };
+        }
+        unreachable!("the last attempt returns");
     }
     // Read before the drop: a create of the name on another host may claim the
     // location again between the drop and the release, and keeps it then.
