@@ -75,14 +75,17 @@ fn warehouse_of(mount: &Mount) -> Result<&crate::storage::warehouse::Warehouse, 
         .ok_or_else(|| Error::Unsupported(format!("{} does not let this server read its manifests", mount.label())))
 }
 
-/// Plans `request` again, at once (a plan id or plan task no process holds a plan for).
+/// Plans `request` again, in this request (a plan id or plan task no process holds a
+/// plan for), in its turn among the plans computed.
 async fn replan(
+    state: &AppState,
     mount: &Mount,
     location: &Location,
     metadata: TableMetadata,
     request: &PlanRequest,
 ) -> Result<Plan, Error> {
-    scan::run(scan::prepare(metadata, request)?, warehouse_of(mount)?, location).await
+    let prepared = scan::prepare(metadata, request)?;
+    state.plans.in_turn(scan::run(prepared, warehouse_of(mount)?, location)).await
 }
 
 /// The scan tasks of `plan` from `signed`'s offset on, with plan tasks for whatever
@@ -220,7 +223,7 @@ pub async fn fetch_result(
         }
         None => {
             let signed = verify_plan_id(&state, &raw, &name, &plan_id)?;
-            let plan = replan(resolved.mount, &location, metadata, &signed.request).await?;
+            let plan = replan(&state, resolved.mount, &location, metadata, &signed.request).await?;
             Value::Object(answering.completed(&plan, &signed, None).await)
         }
     };
@@ -265,7 +268,7 @@ pub async fn fetch_tasks(
     let held = task.held.as_deref().and_then(|id| state.plans.completed(&space("plan", &raw, &name), id));
     let plan = match held {
         Some(plan) => plan,
-        None => std::sync::Arc::new(replan(resolved.mount, &location, metadata, &task.request).await?),
+        None => std::sync::Arc::new(replan(&state, resolved.mount, &location, metadata, &task.request).await?),
     };
     Ok(axum::Json(Value::Object(scan_tasks(&state, &plan, &task, &task_space))))
 }

@@ -154,6 +154,13 @@ impl Plans {
         }
     }
 
+    /// Runs `work`, a plan made again for a request (a plan id or plan task of a plan
+    /// answered at once), in this request, in its turn among the plans computed.
+    pub async fn in_turn<T>(&self, work: impl Future<Output = T>) -> T {
+        let _turn = self.inner.permits.acquire().await.expect("the semaphore is never closed");
+        work.await
+    }
+
     /// Where the plan `id` of `table` stands; asking keeps it another time to live.
     pub fn status(&self, table: &str, id: &str) -> Option<Status> {
         let mut held = self.inner.lock();
