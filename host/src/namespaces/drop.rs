@@ -38,7 +38,8 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
     let space = authz.key_space();
     let event = teller.commit(vec![Operation::DropNamespace { namespace: at.ns.to_vec() }]);
     if mount.backend.carries_riders_to(space) {
-        for attempt in 1..=RIDER_ATTEMPTS {
+        let mut attempt = 1;
+        loop {
             let (mut commit, forgotten) = authz.forgetting(&resource).await?;
             if let Some(warehouse) = &mount.warehouse {
                 // Its claim and the claims left inside it, each only as read: a rename
@@ -62,14 +63,16 @@ pub async fn drop(authz: &Authorizer, mounts: &Mounts, at: Routed<'_>, teller: &
                     Ok(())
                 }
                 // Something it read changed (or the namespace is not empty): read again.
-                (Err(_), Ridden::Refused) if attempt < RIDER_ATTEMPTS => continue,
+                (Err(_), Ridden::Refused) if attempt < RIDER_ATTEMPTS => {
+                    attempt += 1;
+                    continue;
+                }
                 (Ok(()), _) => {
                     Err(Error::Internal(format!("{} dropped a namespace without its commit", mount.label())))
                 }
                 (Err(e), _) => Err(failed(e)),
             };
         }
-        unreachable!("the last attempt returns");
     }
     // Read before the drop: a create of the name on another host may claim the
     // location again between the drop and the release, and keeps it then.

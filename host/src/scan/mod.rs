@@ -348,7 +348,6 @@ async fn manifest_entries(
     let reads = read.into_iter().map(|manifest_file| load_manifest(io.clone(), manifest_file));
     let mut reads = futures::stream::iter(reads).buffer_unordered(MANIFEST_READS);
     while let Some((manifest_file, manifest)) = reads.try_next().await? {
-        let manifest_file = &manifest_file;
         let spec = metadata
             .partition_spec_by_id(manifest_file.partition_spec_id)
             .ok_or_else(|| Error::Internal(format!("no partition spec {}", manifest_file.partition_spec_id)))?;
