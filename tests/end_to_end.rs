@@ -28,6 +28,7 @@ mod oidc;
 mod operations;
 mod plugin_isolation;
 mod plugin_kit;
+mod read_policies;
 mod recovery;
 mod rest_api;
 mod rest_mounts;

@@ -167,6 +167,46 @@ async fn pyiceberg_writes_and_reads_s3_with_only_vended_credentials() {
     }
 }
 
+/// A read policy on an S3 table: the restricted reader gets `read-restrictions` and no
+/// credentials, signer or loadCredentials; its plan holds only the file its filter
+/// matches, with a credential whose session policy reads that one object and nothing
+/// else (moto enforces no session policy, so the policy is checked as sent).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restricted_reader_reaches_only_its_planned_files() {
+    let (_moto, sts, server, _mount_dir) = lake(|c| c).await;
+    let (base, admin) = (server.base.clone(), server.admin_token());
+    let ran = tokio::task::spawn_blocking(move || {
+        let env = [
+            ("RUSTBERG_URL", base.as_str()),
+            ("WRITER_CREDENTIAL", "writer:writer-secret"),
+            ("READER_CREDENTIAL", "reader:reader-secret"),
+            ("ADMIN_TOKEN", admin.as_str()),
+        ];
+        run_pytest("test_read_policies.py", &env);
+    });
+    ran.await.unwrap();
+    let per_file: Vec<Value> = sts
+        .assume_role_for("reader")
+        .iter()
+        .map(|r| serde_json::from_str(param(r, "Policy")).unwrap())
+        .filter(|p: &Value| p.to_string().contains(".parquet"))
+        .collect();
+    assert!(!per_file.is_empty(), "the restricted reader's file was vended for");
+    for policy in &per_file {
+        let statements = policy["Statement"].as_array().unwrap();
+        assert_eq!(statements.len(), 1, "{policy}");
+        assert_eq!(statements[0]["Action"], json!(["s3:GetObject"]), "{policy}");
+        let resources = statements[0]["Resource"].as_array().unwrap();
+        assert_eq!(resources.len(), 1, "{policy}");
+        let object = resources[0].as_str().unwrap();
+        assert!(
+            object.starts_with("arn:aws:s3:::lake/warehouse/gov/people") && object.ends_with(".parquet"),
+            "{policy}"
+        );
+        assert!(!object.contains('*'), "one object, no wildcard: {policy}");
+    }
+}
+
 /// Asserts that an AssumeRole request's session policy names exactly the table's
 /// prefix (its objects, and listing of it), with write actions only for a writer.
 #[track_caller]

@@ -1,8 +1,9 @@
 // Namespaces (create, drop, properties), tenants, principals (a new client secret is
-// shown once) and grants. Every refusal shows the server's own words.
+// shown once), grants and read policies (`policies.js`). Every refusal shows the server's own words.
 
 import { api, catalog, dotted, ns, session, toJson } from './api.js';
 import { attempt, field, h, show, table } from './ui.js';
+import { policies } from './policies.js';
 
 const levelsOf = (text) => text.split('.').map((l) => l.trim()).filter(Boolean);
 
@@ -161,7 +162,7 @@ async function principals(admin) {
   return section;
 }
 
-const resourceText = (r) => {
+export const resourceText = (r) => {
   if (r.namespace) return `namespace ${dotted(r.namespace)}`;
   if (r.table) return `table ${dotted(r.table.namespace)}.${r.table.name}`;
   if (r.view) return `view ${dotted(r.view.namespace)}.${r.view.name}`;
@@ -221,5 +222,5 @@ export async function managePage() {
   const who = session.who || {};
   const admin = who['server-admin'] || who.role === 'admin';
   show('Manage', h('div', { class: 'sections' },
-    namespaces(), await tenants(who['server-admin']), await principals(admin), await grants()));
+    namespaces(), await tenants(who['server-admin']), await principals(admin), await grants(), await policies()));
 }

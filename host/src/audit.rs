@@ -64,7 +64,7 @@ pub enum Sign {
 #[derive(Serialize)]
 pub struct Record<'a> {
     /// What was asked: `read`, `write`, `manage`, `create-namespace`, `server-admin`,
-    /// `tenant-admin`, `vend` or `sign`.
+    /// `tenant-admin`, `vend`, `sign` or `restrict` (a restricted caller's read).
     pub action: &'a str,
     /// What it was asked of (`table db.t`, `namespace db`, `tenant acme`, ...).
     pub resource: String,
@@ -76,6 +76,10 @@ pub struct Record<'a> {
     pub vend: Option<Vend>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sign: Option<Sign>,
+    /// The read policies behind a restricted answer, or behind a refusal to a
+    /// restricted caller, by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restricted_by: Option<Vec<String>>,
 }
 
 /// The line: the record with who asked and the request it came in.

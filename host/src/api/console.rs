@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("table.js", "text/javascript; charset=utf-8", include_str!("../../console/table.js")),
     ("manage.js", "text/javascript; charset=utf-8", include_str!("../../console/manage.js")),
     ("audit.js", "text/javascript; charset=utf-8", include_str!("../../console/audit.js")),
+    ("policies.js", "text/javascript; charset=utf-8", include_str!("../../console/policies.js")),
 ];
 
 pub fn routes() -> Router<std::sync::Arc<super::AppState>> {

@@ -175,6 +175,59 @@ pub async fn vend(
     Some(vended)
 }
 
+/// One read-only credential per file a restricted caller's planned tasks name (in
+/// `body`, the response's `file-scan-tasks` and `delete-files`), each reaching that
+/// object alone and living no longer than `ttl`: the spec's storage credentials, whose
+/// prefix is the file's whole path. Nothing for a store that cannot scope so narrowly
+/// (each refusal audited): the caller then reads nothing, rather than too much.
+pub async fn vend_files(
+    state: &super::AppState,
+    authz: &Access,
+    mount: &Mount,
+    namespace: &[String],
+    name: &str,
+    body: &serde_json::Map<String, serde_json::Value>,
+    ttl: std::time::Duration,
+) -> Vec<serde_json::Value> {
+    use futures::StreamExt;
+    if mount.served_files().is_none() {
+        return Vec::new();
+    }
+    let path = |v: &serde_json::Value| v.get("file-path").and_then(serde_json::Value::as_str).map(str::to_string);
+    let tasks = body.get("file-scan-tasks").and_then(serde_json::Value::as_array).into_iter().flatten();
+    let deletes = body.get("delete-files").and_then(serde_json::Value::as_array).into_iter().flatten();
+    let files: Vec<String> =
+        tasks.filter_map(|t| t.get("data-file").and_then(path)).chain(deletes.filter_map(path)).collect();
+    let resource = Resource::table(namespace, name);
+    let held = authz.held(&resource);
+    let session = &authz.caller.name;
+    let vends = futures::stream::iter(files)
+        .map(|file| async move {
+            let vended = match Location::parse(&file) {
+                Ok(object) => state.vendor.vend_object(&object, session, ttl).await,
+                Err(e) => Err(Refusal::NotS3(format!("{file}: {e}"))),
+            };
+            (file, vended)
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await;
+    let mut credentials = Vec::new();
+    for (file, vended) in vends {
+        match vended {
+            Ok(vended) => {
+                authz.audit_vend(&resource, held, Vend::Issued { prefix: file, access: "read" });
+                credentials.push(vended.to_value()[0].take());
+            }
+            Err(reason) => {
+                tracing::warn!(table = %resource, %file, %reason, "no credentials for a restricted reader's file");
+                authz.audit_vend(&resource, held, Vend::Refused { reason: format!("{file}: {reason}") });
+            }
+        }
+    }
+    credentials
+}
+
 /// A table's route of `endpoint`, relative to the catalog's URI as clients resolve it
 /// (under the prefix that serves the whole tree).
 pub fn table_route(endpoint: Endpoint, namespace: &[String], name: &str) -> String {
@@ -187,6 +240,23 @@ pub fn table_route(endpoint: Endpoint, namespace: &[String], name: &str) -> Stri
     format!("v1/{}{path}", crate::prefixes::CATALOG)
 }
 
+/// Refuses `what` to a caller whose reads of `resource` read policies restrict: it
+/// gets no credentials or signatures that reach the table's raw files (403, audited
+/// with the policies).
+pub fn refuse_restricted(access: &Access, resource: &Resource, what: &str) -> Result<(), Error> {
+    let policies = access.policies_on(resource);
+    if policies.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = policies.iter().map(|p| p.id.clone()).collect();
+    access.audit_refused_restricted(resource, what, &ids);
+    Err(Error::Forbidden(format!(
+        "{what}: read policies ({}) restrict {} on {resource}; its files are read through server-side planning",
+        ids.join(", "),
+        access.caller.name
+    )))
+}
+
 /// loadCredentials: the credentials loadTable would vend, as a list (empty when
 /// none can be vended).
 pub async fn load(
@@ -197,6 +267,7 @@ pub async fn load(
 ) -> Result<axum::Json<serde_json::Value>, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadCredentials, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
+    refuse_restricted(access, &resolved.resource(Kind::Table), "loadCredentials")?;
     mount.require_endpoint(Endpoint::LoadCredentials, None)?;
     let loaded = tables::servable(mount, tables::load(mount, ident, delegation).await?).await?;
     let location = tables::location(mount, &loaded.held)?;

@@ -37,6 +37,9 @@ pub struct Representation<'a> {
     pub storage_credentials: &'a str,
     /// What the host delegates into it (`None`: nothing, for this mount or this client).
     pub delegation: Option<Delegation<'a>>,
+    /// The fingerprint of the read policies restricting the caller (see
+    /// `scan::restrictions::fingerprint`), if any do.
+    pub restricted: Option<&'a str>,
 }
 
 /// Access to a table's files the host may hand out with an answer: vended credentials or
@@ -61,7 +64,15 @@ impl<'a> Representation<'a> {
         config: &'a [(String, String)],
         credentials: &'a str,
     ) -> Self {
-        Self { kind: "table", metadata_location, snapshots, config, storage_credentials: credentials, delegation: None }
+        Self {
+            kind: "table",
+            metadata_location,
+            snapshots,
+            config,
+            storage_credentials: credentials,
+            delegation: None,
+            restricted: None,
+        }
     }
 
     /// A view answer (only the metadata).
@@ -71,6 +82,11 @@ impl<'a> Representation<'a> {
 
     pub fn delegating(self, delegation: Option<Delegation<'a>>) -> Self {
         Self { delegation, ..self }
+    }
+
+    /// For a caller restricted by the read policies `fingerprint` names.
+    pub fn restricted(self, fingerprint: &'a str) -> Self {
+        Self { restricted: Some(fingerprint), ..self }
     }
 
     /// The digest naming this representation (128 bits of SHA-256, as hex).
@@ -105,6 +121,10 @@ impl<'a> Representation<'a> {
                 field(asked.as_bytes());
                 field(signer.as_bytes());
             }
+        }
+        if let Some(fingerprint) = self.restricted {
+            field(b"restricted");
+            field(fingerprint.as_bytes());
         }
         let digest = h.finalize();
         let mut hex = [0u8; 32];

@@ -1,4 +1,4 @@
-//! `/management/v1`: tenants, principals and grants, "what may I do here", and for
+//! `/management/v1`: tenants, principals, grants and read policies (`policies`), "what may I do here", and for
 //! operators the mounts (`mount_info`), the audit log (`audit_log`) and the events no
 //! sink could deliver (`events`).
 //! Everything is kept in the host key space, which no backend can see.
@@ -29,6 +29,8 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
         .route("/principals/{name}", delete(delete_principal))
         .route("/grants", get(list_grants).post(create_grant))
         .route("/grants/{id}", delete(revoke_grant))
+        .route("/policies", get(super::policies::list).post(super::policies::create))
+        .route("/policies/{id}", delete(super::policies::delete))
         .route("/permissions", get(permissions))
         .route("/mounts", get(super::mount_info::list))
         .route("/audit", get(super::audit_log::query))
@@ -37,7 +39,7 @@ pub fn routes() -> Router<std::sync::Arc<super::AppState>> {
 
 /// Tells a change of the directory or the grants (the spec has no operation for them: a
 /// custom one, `x-…`, which only server admins read), once it was made.
-async fn tell(state: &super::AppState, caller: &Caller, custom_type: &str, details: serde_json::Value) {
+pub(super) async fn tell(state: &super::AppState, caller: &Caller, custom_type: &str, details: serde_json::Value) {
     let details = details.as_object().cloned().unwrap_or_default().into_iter().collect();
     let operation = crate::events::Operation::Custom { custom_type: custom_type.to_string(), details };
     state.teller(caller).tell(vec![operation]).await;
@@ -226,14 +228,14 @@ async fn delete_principal(
 }
 
 /// Where a grant or a permission question points: a namespace, or a table or view in it.
-struct Target {
-    namespace: Vec<String>,
-    table: Option<String>,
-    view: Option<String>,
+pub(super) struct Target {
+    pub namespace: Vec<String>,
+    pub table: Option<String>,
+    pub view: Option<String>,
 }
 
 impl Target {
-    fn resource(self) -> Result<Resource, Error> {
+    pub fn resource(self) -> Result<Resource, Error> {
         if self.namespace.is_empty() || self.namespace.iter().any(String::is_empty) {
             return Err(Error::BadRequest("a namespace with at least one level is required".into()));
         }
@@ -246,7 +248,7 @@ impl Target {
     }
 }
 
-fn not_found(resource: &Resource) -> impl FnOnce() -> Error + '_ {
+pub(super) fn not_found(resource: &Resource) -> impl FnOnce() -> Error + '_ {
     move || match resource {
         Resource::Namespace(_) => Error::NoSuchNamespace(format!("{resource} does not exist")),
         Resource::Table { .. } => Error::NoSuchTable(format!("{resource} does not exist")),

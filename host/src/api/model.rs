@@ -144,6 +144,8 @@ pub struct TableResult<'a> {
     pub storage_credentials: &'a str,
     /// Whether the `config` turns remote signing on (and `remote-signing-config` is sent).
     pub remote_signing: bool,
+    /// The spec's `read-restrictions` for a caller read policies restrict, as JSON.
+    pub read_restrictions: Option<&'a str>,
 }
 
 impl IntoResponse for TableResult<'_> {
@@ -171,6 +173,10 @@ impl IntoResponse for TableResult<'_> {
         if self.remote_signing {
             tail.extend_from_slice(b",\"remote-signing-config\":");
             tail.extend_from_slice(super::signing::REMOTE_SIGNING_CONFIG.as_bytes());
+        }
+        if let Some(restrictions) = self.read_restrictions {
+            tail.extend_from_slice(b",\"read-restrictions\":");
+            tail.extend_from_slice(restrictions.as_bytes());
         }
         tail.put_u8(b'}');
         let body = Parts::new([head.freeze(), self.metadata_json, tail.freeze()]);

@@ -173,6 +173,7 @@ pub async fn sign(
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::SignRequest, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
     let resource = resolved.resource(Kind::Table);
+    credentials::refuse_restricted(access, &resource, "sign")?;
     let held = access.held(&resource);
     let refused = |reason: String| {
         let sign = Sign::Refused { method: req.method.clone(), uri: req.uri.clone(), reason: reason.clone() };

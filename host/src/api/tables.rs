@@ -87,8 +87,10 @@ pub async fn create(
         properties: req.properties,
     };
     let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
-    // A writer creating a table gets what it needs to write its first files.
-    let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());
+    // A writer creating a table gets what it needs to write its first files, unless
+    // read policies will restrict its reads of it: credentials would outlive the create.
+    let restricted = !access.policies_on(&Resource::table(&ns, &ident.name)).is_empty();
+    let delegating = credentials::may_delegate(&state, mount, delegation.as_deref()) && !restricted;
     let signer_url = if delegating { signer.url() } else { String::new() };
     let delegate = || async {
         if !delegating {
@@ -109,6 +111,7 @@ pub async fn create(
             config: Some(&config),
             storage_credentials: &storage_credentials,
             remote_signing: signing,
+            read_restrictions: None,
         };
         return Ok(with_secrets(response.into_response(), secrets));
     }
@@ -136,6 +139,7 @@ pub async fn create(
         config: Some(&config),
         storage_credentials: &storage_credentials,
         remote_signing: signing,
+        read_restrictions: None,
     };
     Ok(with_secrets(etag::tagged(response.into_response(), tag), secrets))
 }
@@ -191,6 +195,10 @@ pub async fn load(
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
+    let policies = access.policies_on(&resolved.resource(Kind::Table));
+    if !policies.is_empty() {
+        return super::restricted::load(&resolved, &policies, q.snapshots, if_none_match).await;
+    }
     // A mount of a remote catalog forwards the header; the remote delegates for its storage.
     let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());
     let asked = if delegating { delegation.clone() } else { None };
@@ -233,6 +241,7 @@ pub async fn load(
             config: Some(backend_config),
             storage_credentials: &pointer.storage_credentials,
             remote_signing: false,
+            read_restrictions: None,
         };
         return Ok(etag::tagged(response.into_response(), Some(Tag::new(digest, None))));
     };
@@ -257,6 +266,7 @@ pub async fn load(
         config: Some(&config),
         storage_credentials: &storage_credentials,
         remote_signing: signing,
+        read_restrictions: None,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }
@@ -322,6 +332,7 @@ pub async fn commit(
         config: None,
         storage_credentials: "",
         remote_signing: false,
+        read_restrictions: None,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }
@@ -411,6 +422,7 @@ pub async fn unregister(
         config: None,
         storage_credentials: "",
         remote_signing: false,
+        read_restrictions: None,
     }
     .into_response())
 }
@@ -444,6 +456,7 @@ pub async fn register(
         config: Some(&[]),
         storage_credentials: "",
         remote_signing: false,
+        read_restrictions: None,
     };
     Ok(etag::tagged(response.into_response(), tag))
 }

@@ -62,6 +62,7 @@ fn result(location: &str, json: Bytes) -> Response {
         config: Some(&[]),
         storage_credentials: "",
         remote_signing: false,
+        read_restrictions: None,
     };
     let tag = Tag::new(Representation::view(location).digest(), None);
     etag::tagged(response.into_response(), Some(tag))

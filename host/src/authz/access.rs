@@ -92,7 +92,7 @@ impl Access {
             self.audit.record(
                 &self.caller,
                 &self.request,
-                &Record { action, resource, mount, decision, rule, vend: None, sign: None },
+                &Record { action, resource, mount, decision, rule, vend: None, sign: None, restricted_by: None },
             );
         }
     }
@@ -110,6 +110,7 @@ impl Access {
                 rule: held.map(|h| h.rule),
                 vend: Some(vend),
                 sign: None,
+                restricted_by: None,
             };
             self.audit.record(&self.caller, &self.request, &record);
         }
@@ -128,6 +129,34 @@ impl Access {
                 rule: held.map(|h| h.rule),
                 vend: None,
                 sign: Some(sign),
+                restricted_by: None,
+            };
+            self.audit.record(&self.caller, &self.request, &record);
+        }
+    }
+
+    /// Records an answer restricted by read policies (`policies`, by id): always, like
+    /// a vend, so that every restricted read names the policies behind it.
+    pub fn audit_restricted(&self, resource: &Resource, policies: &[String]) {
+        self.audit_restriction(resource, "restrict", Decision::Allowed, policies);
+    }
+
+    /// Records `what` refused to a caller restricted by `policies` on `resource`.
+    pub fn audit_refused_restricted(&self, resource: &Resource, what: &str, policies: &[String]) {
+        self.audit_restriction(resource, what, Decision::Denied, policies);
+    }
+
+    fn audit_restriction(&self, resource: &Resource, action: &str, decision: Decision, policies: &[String]) {
+        if self.audit.wants("restrict") {
+            let record = Record {
+                action,
+                resource: resource.to_string(),
+                mount: Some(self.mount_of(resource)),
+                decision,
+                rule: self.held(resource).map(|h| h.rule),
+                vend: None,
+                sign: None,
+                restricted_by: Some(policies.to_vec()),
             };
             self.audit.record(&self.caller, &self.request, &record);
         }

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use super::state::{State, GRANT, OWNER};
+use super::state::{State, GRANT, OWNER, POLICY};
 use super::{store_err, Authorizer, Known};
 use crate::error::Error;
 use crate::storage::kv::{prefix_end, swap_backoff, Check, Durability, Entry, KvError, KvStore, Write};
@@ -52,7 +52,7 @@ impl Authorizer {
     pub(super) async fn load_all(&self) -> Result<Known, Error> {
         let change = change_number(&self.space.get(VERSION).await.map_err(store_err)?)?;
         let mut state = State::default();
-        for prefix in [OWNER, GRANT] {
+        for prefix in [OWNER, GRANT, POLICY] {
             let entries =
                 self.space.scan(prefix.as_bytes(), prefix_end(prefix.as_bytes()).as_deref(), usize::MAX).await;
             for entry in entries.map_err(store_err)? {

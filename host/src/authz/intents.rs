@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::state::owner_key;
-use super::{grants, store_err, Authorizer, Resource};
+use super::{grants, policies, store_err, Authorizer, Resource};
 use crate::error::Error;
 use crate::storage::kv::{prefix_end, Check, Commit, Durability, Entry, KvError, Write};
 
@@ -276,6 +276,12 @@ impl Authorizer {
                 for grant in self.grants_on_root(root).await?.into_iter().filter(|g| &g.resource == from) {
                     let moved = grants::Grant { resource: to.clone(), ..grant };
                     writes.push(grants::write(&moved)?);
+                }
+                // A renamed table keeps its read policies too: a rename must not lift them.
+                let known = self.current().await?;
+                for policy in known.state.policies_on_root(root).filter(|p| &p.resource == from) {
+                    let moved = policies::Policy { resource: to.clone(), ..policy.as_ref().clone() };
+                    writes.push(policies::write(&moved)?);
                 }
             }
         }

@@ -16,6 +16,7 @@ mod access;
 mod changes;
 mod grants;
 mod intents;
+mod policies;
 mod state;
 mod version_reads;
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use access::{Access, Entitlement};
 pub use grants::{Grant, Grantee};
 pub use intents::{Effect, Intent};
+pub use policies::{ColumnMask, MaskAction, Policy, Subject};
 use state::State;
 use version_reads::SharedReads;
 

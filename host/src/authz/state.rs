@@ -1,4 +1,4 @@
-//! The authorization state in memory: root owners and grants, indexed for a decision
+//! The authorization state in memory: root owners, grants and read policies, indexed for a decision
 //! (by grantee and root namespace) and for what a drop or rename changes (by root).
 //!
 //! The maps are persistent (`imbl`): cloning the state is cheap and a change copies
@@ -14,6 +14,7 @@ use foldhash::fast::RandomState;
 use imbl::shared_ptr::DefaultSharedPtr;
 use imbl::{GenericHashMap, GenericHashSet};
 
+use super::policies::{self, Policy};
 use super::{Grant, Grantee};
 use crate::error::Error;
 
@@ -21,6 +22,13 @@ use crate::error::Error;
 pub(super) const OWNER: &str = "owner/";
 /// Stored grants: `grant/<id>` holds the grant as JSON.
 pub(super) const GRANT: &str = "grant/";
+
+/// Stored read policies: `policy/<id>` holds the policy as JSON.
+pub(super) const POLICY: &str = "policy/";
+
+pub(super) fn policy_key(id: &str) -> Vec<u8> {
+    format!("{POLICY}{id}").into_bytes()
+}
 
 pub(super) fn owner_key(root: &str) -> Vec<u8> {
     format!("{OWNER}{root}").into_bytes()
@@ -43,6 +51,9 @@ pub(super) struct State {
     on_root: HashMap<String, Ids>,
     /// Grant ids by grantee, then root namespace: what one decision reads.
     held_by: HashMap<Grantee, HashMap<String, Ids>>,
+    policies: HashMap<String, Arc<Policy>>,
+    /// Policy ids by the root namespace of their resource: what one load reads.
+    policies_on_root: HashMap<String, Ids>,
 }
 
 fn root_of(grant: &Grant) -> &str {
@@ -79,8 +90,25 @@ impl State {
         ids.into_iter().flatten().filter_map(|id| self.grant(id))
     }
 
+    pub fn has_policies(&self) -> bool {
+        !self.policies.is_empty()
+    }
+
+    pub fn policy(&self, id: &str) -> Option<&Arc<Policy>> {
+        self.policies.get(id)
+    }
+
+    pub fn policies(&self) -> impl Iterator<Item = &Arc<Policy>> {
+        self.policies.values()
+    }
+
+    /// The policies on resources under the root namespace `root`.
+    pub fn policies_on_root<'a>(&'a self, root: &str) -> impl Iterator<Item = &'a Arc<Policy>> + 'a {
+        self.policies_on_root.get(root).into_iter().flatten().filter_map(|id| self.policies.get(id))
+    }
+
     /// Applies one key of the host key space as the store holds it (`None`: absent).
-    /// Keys that are not owners or grants are not authorization state.
+    /// Keys that are not owners, grants or policies are not authorization state.
     pub fn set(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), Error> {
         let key = String::from_utf8_lossy(key);
         if let Some(root) = key.strip_prefix(OWNER) {
@@ -94,6 +122,23 @@ impl State {
                 let grant: Grant = serde_json::from_slice(value)
                     .map_err(|e| Error::Internal(format!("a stored grant is corrupt: {e}")))?;
                 self.insert_grant(Arc::new(grant));
+            }
+        } else if let Some(id) = key.strip_prefix(POLICY) {
+            if let Some(old) = self.policies.remove(id) {
+                let root = policies::root_of(&old);
+                if let Some(ids) = self.policies_on_root.get_mut(root) {
+                    ids.remove(id);
+                    if ids.is_empty() {
+                        self.policies_on_root.remove(root);
+                    }
+                }
+            }
+            if let Some(value) = value {
+                let policy: Policy = serde_json::from_slice(value)
+                    .map_err(|e| Error::Internal(format!("a stored policy is corrupt: {e}")))?;
+                let root = policies::root_of(&policy).to_string();
+                self.policies_on_root.entry(root).or_default().insert(policy.id.clone());
+                self.policies.insert(policy.id.clone(), Arc::new(policy));
             }
         }
         Ok(())

@@ -94,14 +94,15 @@ impl Parser<'_> {
         })
     }
 
-    /// A field reference (`"name"`, `{"type":"reference","name"}` or by `id`) and its type.
+    /// A field reference (`"name"`, `{"type":"reference","name"}` or by `field-id` or
+    /// `id`) and its type.
     fn reference(&self, term: &Value) -> Result<(Reference, PrimitiveType), Error> {
         let field = match term {
             Value::String(name) => self.field_by_name(name)?,
             Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("reference") => {
                 if let Some(name) = o.get("name").and_then(Value::as_str) {
                     self.field_by_name(name)?
-                } else if let Some(id) = o.get("id").and_then(Value::as_i64) {
+                } else if let Some(id) = o.get("field-id").or(o.get("id")).and_then(Value::as_i64) {
                     let id = i32::try_from(id).map_err(|_| bad(format!("no field has id {id}")))?;
                     self.schema.field_by_id(id).ok_or_else(|| bad(format!("no field has id {id}")))?
                 } else {
@@ -143,6 +144,11 @@ fn flip(kind: &str) -> &str {
         "gt-eq" => "lt-eq",
         other => other,
     }
+}
+
+/// A JSON literal (bare or typed) as a value of type `ty`.
+pub fn literal(v: &Value, ty: &PrimitiveType) -> Result<Datum, Error> {
+    datum(literal_value(v), ty)
 }
 
 /// A literal's value: bare, or inside `{"type":"literal","value":…}`.

@@ -13,6 +13,7 @@
 mod content_file;
 pub mod filter;
 pub mod plans;
+pub mod restrictions;
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use self::content_file::ContentFile;
+use self::restrictions::Restrictions;
 use crate::error::Error;
 use crate::storage::location::Location;
 use crate::storage::scoped;
@@ -128,8 +130,16 @@ pub struct Prepared {
     case_sensitive: bool,
 }
 
-/// Checks `req` against the table described by `metadata`.
-pub fn prepare(metadata: TableMetadata, req: &PlanRequest) -> Result<Prepared, Error> {
+/// Checks `req` against the table described by `metadata`. A restricted caller's
+/// (`restricted`) row filter is added to the request's: only files it may match are
+/// planned, every task's residual carries it, and no statistics of a masked column are
+/// handed out. A row filter that does not bind to the planned snapshot's schema (time
+/// travel to before a column existed) plans nothing.
+pub fn prepare(
+    metadata: TableMetadata,
+    req: &PlanRequest,
+    restricted: Option<&Restrictions>,
+) -> Result<Prepared, Error> {
     let scope = Scope::of(&metadata, req)?;
     let schema = match scope.snapshots.last() {
         Some(snapshot) => {
@@ -139,10 +149,25 @@ pub fn prepare(metadata: TableMetadata, req: &PlanRequest) -> Result<Prepared, E
     };
     // The request is checked even when there is nothing to plan.
     let case_sensitive = req.case_sensitive.unwrap_or(true);
-    let predicate = req.filter.as_ref().map(|f| filter::parse(f, &schema, case_sensitive)).transpose()?;
-    let stats_fields = field_ids("stats-fields", req.stats_fields.as_deref(), &schema, case_sensitive)?;
+    let mut predicate = req.filter.as_ref().map(|f| filter::parse(f, &schema, case_sensitive)).transpose()?;
+    let mut stats_fields = field_ids("stats-fields", req.stats_fields.as_deref(), &schema, case_sensitive)?;
     field_ids("select", req.select.as_deref(), &schema, case_sensitive)?;
-    let residual = req.filter.clone().unwrap_or(Value::Bool(true));
+    let mut residual = req.filter.clone().unwrap_or(Value::Bool(true));
+    if let Some(restricted) = restricted {
+        let (row_filter, rows) = match filter::parse(&restricted.row_filter, &schema, true) {
+            Ok(rows) => (restricted.row_filter.clone(), rows),
+            Err(_) => (Value::Bool(false), Predicate::AlwaysFalse),
+        };
+        predicate = Some(match predicate {
+            Some(asked) => asked.and(rows),
+            None => rows,
+        });
+        residual = match residual {
+            Value::Bool(true) => row_filter,
+            asked => json!({"type": "and", "left": asked, "right": row_filter}),
+        };
+        stats_fields.retain(|id| !restricted.masked.contains(id));
+    }
     Ok(Prepared { metadata, scope, predicate, residual, stats_fields, select: req.select.clone(), case_sensitive })
 }
 

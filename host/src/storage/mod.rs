@@ -7,6 +7,7 @@ mod kv_redb;
 pub mod location;
 pub mod location_index;
 pub mod scoped;
+pub mod session_policy;
 pub mod signing;
 mod sts;
 pub mod vending;

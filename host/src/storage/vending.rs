@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::location::{Location, Reach, Scheme};
+use super::session_policy::{object_policy, session_policy};
 use super::signing::StoreSigner;
 use super::sts::Sts;
 use crate::config::{Config, S3Config, VendingMode};
@@ -320,6 +321,42 @@ impl Vendor {
     }
 }
 
+impl Vendor {
+    /// Read-only credentials for exactly one object (a restricted reader's planned file),
+    /// living no longer than `at_most`: only STS can scope keys that narrowly.
+    pub async fn vend_object(&self, object: &Location, session: &str, at_most: Duration) -> Result<Vended, Refusal> {
+        let Mode::Sts { role_arn, duration } = &self.mode else {
+            return Err(match self.mode {
+                Mode::Off => Refusal::Off,
+                _ => Refusal::Unscoped(object.to_string()),
+            });
+        };
+        if object.scheme() != Scheme::S3 {
+            return Err(Refusal::NotS3(object.to_string()));
+        }
+        if !self.prefixes.iter().any(|p| p.contains(object)) {
+            return Err(Refusal::OutsidePrefixes(object.to_string()));
+        }
+        let sts = self.store_of(object).sts.as_ref().expect("every store has an STS in mode sts");
+        let policy = object_policy(object).to_string();
+        let duration = at_most.clamp(Duration::from_secs(1), *duration);
+        let c = sts.assume_role(role_arn, &session_name(session), &policy, duration).await?;
+        let expires_at_ms =
+            c.expiration.parse::<reqsign_core::time::Timestamp>().ok().map(|t| t.as_second().max(0) as u64 * 1000);
+        let mut config = vec![
+            ("s3.access-key-id".to_string(), c.access_key_id),
+            ("s3.secret-access-key".to_string(), c.secret_access_key),
+            ("s3.session-token".to_string(), c.session_token),
+        ];
+        if let Some(ms) = expires_at_ms {
+            config.push(("s3.session-token-expires-at-ms".into(), ms.to_string()));
+        }
+        config.extend(self.store_of(object).client_config.iter().cloned());
+        crate::telemetry::vend("issued", "");
+        Ok(Vended { prefix: object.to_string(), config, expires_at_ms })
+    }
+}
+
 fn fingerprint(mode: &Mode, prefixes: &[Reach], stores: &[ObjectStore]) -> u64 {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -370,61 +407,4 @@ fn session_name(caller: &str) -> String {
         .take(50)
         .collect();
     format!("rustberg-{clean}")
-}
-
-/// The inline session policy: objects under the table's location only, and listing
-/// of that prefix only; writes only for a writer. Built from a validated location,
-/// which holds no wildcard, so the policy names exactly one prefix.
-pub fn session_policy(location: &Location, access: DataAccess) -> serde_json::Value {
-    let (bucket, key) = (location.bucket(), location.key());
-    // A table with a bucket of its own (S3 Tables) is the whole bucket.
-    let (objects, listed) = match key.as_str() {
-        "" => (format!("arn:aws:s3:::{bucket}/*"), vec!["*".to_string()]),
-        _ => (format!("arn:aws:s3:::{bucket}/{key}/*"), vec![key.clone(), format!("{key}/*")]),
-    };
-    let mut object_actions = vec!["s3:GetObject", "s3:GetObjectVersion"];
-    if access == DataAccess::ReadWrite {
-        object_actions.extend([
-            "s3:PutObject",
-            "s3:DeleteObject",
-            "s3:AbortMultipartUpload",
-            "s3:ListMultipartUploadParts",
-        ]);
-    }
-    json!({
-        "Version": "2012-10-17",
-        "Statement": [
-            { "Effect": "Allow", "Action": object_actions, "Resource": [objects] },
-            {
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": [format!("arn:aws:s3:::{bucket}")],
-                "Condition": { "StringLike": { "s3:prefix": listed } }
-            },
-            { "Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": [format!("arn:aws:s3:::{bucket}")] }
-        ]
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reader_policy_allows_no_writes() {
-        let table = Location::parse("s3://b/wh/db/t").unwrap();
-        let policy = session_policy(&table, DataAccess::Read).to_string();
-        assert!(policy.contains("s3:GetObject") && policy.contains("arn:aws:s3:::b/wh/db/t/*"));
-        assert!(!policy.contains("PutObject") && !policy.contains("DeleteObject"));
-        let writer = session_policy(&table, DataAccess::ReadWrite).to_string();
-        assert!(writer.contains("s3:PutObject") && writer.contains("s3:DeleteObject"));
-    }
-
-    #[test]
-    fn a_table_with_a_bucket_of_its_own_gets_that_bucket_only() {
-        let table = Location::parse("s3://0f3a--table-s3").unwrap();
-        let policy = session_policy(&table, DataAccess::ReadWrite);
-        assert_eq!(policy["Statement"][0]["Resource"], json!(["arn:aws:s3:::0f3a--table-s3/*"]));
-        assert_eq!(policy["Statement"][1]["Resource"], json!(["arn:aws:s3:::0f3a--table-s3"]));
-    }
 }

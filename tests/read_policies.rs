@@ -1,0 +1,130 @@
+//! Read policies through the management API: saved only when they name columns the
+//! table has, inherited from a namespace, served as `read-restrictions` to the callers
+//! they restrict and to nobody else, kept across a rename, failing closed when the
+//! schema drops a policy's column, refusing every route to raw files, and named by the
+//! audit log. (The S3 side, with per-file credentials, is `storage::a_restricted_…`.)
+
+use crate::support;
+
+use reqwest::Method as M;
+use serde_json::{json, Value};
+use support::{assert_error, Server};
+
+fn audit_lines(file: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn policies_restrict_their_subjects_and_fail_closed() {
+    let logs = tempfile::tempdir().unwrap();
+    let file = logs.path().join("audit.jsonl");
+    let mut toml = format!("[audit]\nfile = \"{}\"\n", file.display());
+    for (name, role) in [("alice", "writer"), ("rita", "reader")] {
+        let hash = support::hash_secret(&format!("{name}-secret"));
+        toml += &format!("[auth.principals.{name}]\ntenant = \"acme\"\nrole = \"{role}\"\nsecret_hash = \"{hash}\"\n");
+    }
+    let s = Server::start(&toml);
+    let [alice, rita] = ["alice", "rita"].map(|n| s.login(n, &format!("{n}-secret")));
+    assert_eq!(alice.post("/namespaces", json!({"namespace": ["shop"]})).await.0, 200);
+    let create = json!({"name": "orders", "schema": support::schema()});
+    assert_eq!(alice.post("/namespaces/shop/tables", create).await.0, 200);
+    let table = "/namespaces/shop/tables/orders";
+
+    // Refused: a column the table lacks, an action its type does not take, a writer.
+    let policy = |body: Value| async { s.send(M::POST, "/management/v1/policies", Some(body)).await };
+    let missing = json!({"name": "p", "namespace": ["shop"], "table": "orders", "principal": "rita",
+        "row-filter": {"type": "eq", "term": "country", "value": "de"}});
+    let refused = policy(missing).await;
+    assert_error(&refused, 400, "BadRequestException");
+    assert!(refused.1["error"]["message"].as_str().unwrap().contains("no column named \"country\""), "{}", refused.1);
+    let misfit = json!({"name": "p", "namespace": ["shop"], "table": "orders", "role": "reader",
+        "masks": [{"column": "id", "action": "show-first-4"}]});
+    assert_error(&policy(misfit).await, 400, "BadRequestException");
+    let by_writer = json!({"name": "p", "namespace": ["shop"], "role": "reader", "masks": []});
+    assert_eq!(
+        alice.send(M::POST, "/management/v1/policies", Some(by_writer)).await.0,
+        403,
+        "a writer does not manage"
+    );
+
+    // One on the table for rita, one on the namespace for every reader.
+    let on_table = json!({"name": "big orders only", "namespace": ["shop"], "table": "orders", "principal": "rita",
+        "row-filter": {"type": "gt", "term": "id", "value": 100}});
+    let (status, on_table) = policy(on_table).await;
+    assert_eq!(status, 201, "{on_table}");
+    let on_ns = json!({"name": "no categories", "namespace": ["shop"], "role": "reader",
+        "masks": [{"column": "category", "action": "replace-with-null"}]});
+    let (status, on_ns) = policy(on_ns).await;
+    assert_eq!(status, 201, "{on_ns}");
+
+    let (status, loaded) = rita.get(table).await;
+    assert_eq!(status, 200, "{loaded}");
+    assert_eq!(
+        loaded["read-restrictions"],
+        json!({
+            "required-column-projections": [{"field-id": 2, "action": "replace-with-null"}],
+            "required-row-filter": {"type": "gt", "term": {"type": "reference", "field-id": 1}, "value": 100}
+        })
+    );
+    let (_, unrestricted) = alice.get(table).await;
+    assert!(unrestricted.get("read-restrictions").is_none(), "{unrestricted}");
+    // The tag differs: rita's cached answer is not alice's, nor the reverse.
+    let tag = |api: &support::Api| {
+        let api = api.clone();
+        async move {
+            let r = api.client.get(api.url(table)).send().await.unwrap();
+            r.headers()["etag"].to_str().unwrap().to_string()
+        }
+    };
+    assert_ne!(tag(&rita).await, tag(&alice).await);
+
+    // No route to the raw files: loadCredentials and the signer refuse, naming the policies.
+    let (status, error) = rita.get(&format!("{table}/credentials")).await;
+    assert_eq!(status, 403, "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains(on_table["id"].as_str().unwrap()), "{error}");
+    let sign = json!({"region": "us-east-1", "uri": "http://127.0.0.1:1/b/x.parquet", "method": "GET", "headers": {}});
+    assert_eq!(rita.post(&format!("{table}/sign"), sign).await.0, 403);
+
+    // The audit log names the policies behind the restricted answer and the refusals.
+    let lines = audit_lines(&file);
+    let restricted: Vec<&Value> = lines.iter().filter(|l| l["action"] == "restrict").collect();
+    assert!(!restricted.is_empty(), "{lines:?}");
+    let ids: std::collections::BTreeSet<&str> =
+        [&on_table["id"], &on_ns["id"]].iter().map(|v| v.as_str().unwrap()).collect();
+    let named: std::collections::BTreeSet<&str> =
+        restricted[0]["restricted_by"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(named, ids);
+    assert!(lines.iter().any(|l| l["action"] == "sign" && l["decision"] == "denied" && l["restricted_by"].is_array()));
+
+    // A rename keeps the table's policy.
+    let rename = json!({"source": {"namespace": ["shop"], "name": "orders"}, "destination": {"namespace": ["shop"], "name": "sales"}});
+    assert_eq!(alice.post("/tables/rename", rename).await.0, 204);
+    let (_, moved) = rita.get("/namespaces/shop/tables/sales").await;
+    assert_eq!(moved["read-restrictions"]["required-row-filter"]["value"], 100, "{moved}");
+
+    // The schema drops `id`, which the table policy's filter names: nothing is readable.
+    let (_, current) = alice.get("/namespaces/shop/tables/sales").await;
+    let narrower = json!({"type": "struct", "schema-id": 1, "fields": [
+        {"id": 2, "name": "category", "type": "string", "required": false}]});
+    let commit = json!({"requirements": [{"type": "assert-current-schema-id", "current-schema-id": current["metadata"]["current-schema-id"]}],
+        "updates": [{"action": "add-schema", "schema": narrower}, {"action": "set-current-schema", "schema-id": -1}]});
+    let (status, body) = alice.post("/namespaces/shop/tables/sales", commit).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, closed) = rita.get("/namespaces/shop/tables/sales").await;
+    assert_eq!(closed["read-restrictions"]["required-row-filter"], json!(false), "{closed}");
+    let (status, plan) = rita.post("/namespaces/shop/tables/sales/plan", json!({})).await;
+    assert_eq!((status, &plan["file-scan-tasks"]), (200, &json!([])), "{plan}");
+
+    // Deleting a policy lifts it; each change is listed for whoever manages it.
+    let (_, listed) = s.send(M::GET, "/management/v1/policies", None).await;
+    assert_eq!(listed["policies"].as_array().unwrap().len(), 2, "{listed}");
+    let (_, mine) = rita.send(M::GET, "/management/v1/policies", None).await;
+    assert_eq!(mine["policies"].as_array().unwrap().len(), 2, "a restricted caller sees what restricts it");
+    for p in [&on_table, &on_ns] {
+        let path = format!("/management/v1/policies/{}", p["id"].as_str().unwrap());
+        assert_eq!(s.send(M::DELETE, &path, None).await.0, 204);
+    }
+    let (_, free) = rita.get("/namespaces/shop/tables/sales").await;
+    assert!(free.get("read-restrictions").is_none(), "{free}");
+}
