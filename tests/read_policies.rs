@@ -128,3 +128,38 @@ async fn policies_restrict_their_subjects_and_fail_closed() {
     let (_, free) = rita.get("/namespaces/shop/tables/sales").await;
     assert!(free.get("read-restrictions").is_none(), "{free}");
 }
+
+/// `[policy.<name>]` in the configuration file: applied like one made through the API,
+/// listed as `config:<name>`, not deletable through the API, and a malformed one refuses
+/// the start, naming it.
+#[tokio::test]
+async fn configured_policies_apply_and_stay_in_the_file() {
+    let hash = support::hash_secret("rita-secret");
+    let rita_toml = format!("[auth.principals.rita]\ntenant = \"acme\"\nrole = \"reader\"\nsecret_hash = \"{hash}\"\n");
+    let policy = "[policy.no_categories]\nnamespace = [\"shop\"]\nprincipal = \"rita\"\nrow_filter = '{\"type\": \"lt\", \"term\": \"id\", \"value\": 10}'\nmasks = [{ column = \"category\", action = \"mask-to-fixed-value\", value = \"?\" }]\n";
+    let s = Server::start(&format!("{rita_toml}{policy}"));
+    let rita = s.login("rita", "rita-secret");
+    assert_eq!(s.post("/namespaces", json!({"namespace": ["shop"]})).await.0, 200);
+    let grant = json!({"namespace": ["shop"], "privilege": "read", "tenant": "acme"});
+    s.grant(grant).await;
+    assert_eq!(s.post("/namespaces/shop/tables", json!({"name": "orders", "schema": support::schema()})).await.0, 200);
+    let (status, loaded) = rita.get("/namespaces/shop/tables/orders").await;
+    assert_eq!(status, 200, "{loaded}");
+    assert_eq!(
+        loaded["read-restrictions"]["required-column-projections"],
+        json!([{"field-id": 2, "action": "mask-to-fixed-value", "value": "?"}])
+    );
+    assert_eq!(loaded["read-restrictions"]["required-row-filter"]["value"], 10);
+    let (_, listed) = s.send(M::GET, "/management/v1/policies", None).await;
+    assert_eq!(listed["policies"][0]["id"], "config:no_categories", "{listed}");
+    let deleted = s.send(M::DELETE, "/management/v1/policies/config:no_categories", None).await;
+    assert_error(&deleted, 409, "ConflictException");
+
+    let bad = policy.replace("principal = \"rita\"", "role = \"boss\"");
+    let refused = Server::try_start(&format!("{rita_toml}{bad}")).err().expect("a bad policy refuses the start");
+    assert!(refused.contains("policy.no_categories") && refused.contains("boss"), "{refused}");
+    let bad_action = policy.replace("mask-to-fixed-value", "scramble");
+    let refused =
+        Server::try_start(&format!("{rita_toml}{bad_action}")).err().expect("an unknown action refuses the start");
+    assert!(refused.contains("policy.no_categories") && refused.contains("scramble"), "{refused}");
+}

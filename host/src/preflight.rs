@@ -57,6 +57,7 @@ pub async fn check(path: &Path) -> Vec<String> {
     problems.extend(component(&runtime, backend, granted).await.err().map(|e| format!("storage.backend: {e}")));
     problems.extend(crate::events::sinks::Sink::configured(&config.events).err());
     problems.extend(crate::hooks::problems(&config, &runtime).await);
+    problems.extend(crate::api::policies::configured(&config).err().unwrap_or_default());
 
     for (name, mount) in &config.mounts {
         let mut found = vec![];

@@ -241,7 +241,8 @@ async fn build_with_plugin_sinks(config: &Config) -> anyhow::Result<(AppState, V
         .collect();
     let vendor = Vendor::new(config, warehouses, &own_stores).map_err(|e| anyhow::anyhow!("refusing to start: {e}"))?;
     let audit = AuditLog::open(&config.audit).context("opening the audit log ([audit] file)")?;
-    let authz = Authorizer::load(host.clone(), mount_owners).await?.audited(audit);
+    let policies = configured_policies(config, &auth.directory).await?;
+    let authz = Authorizer::load(host.clone(), mount_owners).await?.audited(audit).with_policies(policies);
     // Before anybody is served: a crash may have cut a change short.
     let (settled, left) = crate::recovery::repair(&authz, &mounts).await?;
     // In the host's key space: the root catalog's changes carry their events.
@@ -377,4 +378,22 @@ async fn shutdown_signal() -> &'static str {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     }
+}
+
+/// The read policies `[policy.<name>]` defines, each principal found by its name.
+async fn configured_policies(
+    config: &Config,
+    directory: &crate::auth::Directory,
+) -> anyhow::Result<Vec<crate::authz::Policy>> {
+    let mut policies = crate::api::policies::configured(config)
+        .map_err(|problems| anyhow::anyhow!("refusing to start: {}", problems.join("; ")))?;
+    for policy in &mut policies {
+        if let crate::authz::Subject::Principal(name) = &policy.subject {
+            let principal = directory.principal(name).await?.ok_or_else(|| {
+                anyhow::anyhow!("refusing to start: policy.{}: principal {name} does not exist", policy.name)
+            })?;
+            policy.subject = crate::authz::Subject::Principal(principal.id().to_string());
+        }
+    }
+    Ok(policies)
 }

@@ -22,7 +22,7 @@ mod namespaces;
 mod oauth;
 mod observed;
 mod pipeline;
-mod policies;
+pub mod policies;
 pub mod request_id;
 mod restricted;
 mod scan;

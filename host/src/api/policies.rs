@@ -114,3 +114,60 @@ pub async fn delete(
     tell(&state, &caller, "x-policy-deleted", json!({ "policy": policy })).await;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// The policies `[policy.<name>]` defines (id `config:<name>`), each checked for its
+/// form: the file is read before any table is, so a table's columns are checked at each
+/// load instead, failing closed. A principal is still named by its name here; the
+/// server finds its id. Every problem names its policy.
+pub fn configured(config: &crate::config::Config) -> Result<Vec<Policy>, Vec<String>> {
+    let mut policies = Vec::new();
+    let mut problems = Vec::new();
+    for (name, written) in &config.policies {
+        let mut problem = |m: String| problems.push(format!("policy.{name}: {m}"));
+        let subject = match (&written.principal, &written.role, &written.tenant) {
+            (Some(p), None, None) => Subject::Principal(p.clone()),
+            (None, Some(role), None) => match role.parse::<Role>() {
+                Ok(role) => Subject::Role(role),
+                Err(e) => {
+                    problem(e);
+                    continue;
+                }
+            },
+            (None, None, Some(t)) => Subject::Tenant(t.clone()),
+            _ => continue, // the config's own check says so
+        };
+        let row_filter = match written.row_filter.as_deref().map(serde_json::from_str::<Value>).transpose() {
+            Ok(row_filter) => row_filter,
+            Err(_) => continue, // likewise
+        };
+        let masks = match written.masks.iter().map(|m| ColumnMask::deserialize(m.clone())).collect() {
+            Ok(masks) => masks,
+            Err(e) => {
+                problem(format!("masks: {e}"));
+                continue;
+            }
+        };
+        let resource = match &written.table {
+            Some(table) => Resource::table(&written.namespace, table),
+            None => Resource::Namespace(written.namespace.clone()),
+        };
+        let mut policy = Policy {
+            id: crate::authz::configured_id(name),
+            name: name.clone(),
+            resource,
+            subject,
+            row_filter,
+            masks,
+            field_ids: Default::default(),
+        };
+        match restrictions::check(&mut policy, None) {
+            Ok(()) => policies.push(policy),
+            Err(e) => problem(e.to_string()),
+        }
+    }
+    if problems.is_empty() {
+        Ok(policies)
+    } else {
+        Err(problems)
+    }
+}

@@ -89,7 +89,7 @@ pub async fn create(
     let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
     // A writer creating a table gets what it needs to write its first files, unless
     // read policies will restrict its reads of it: credentials would outlive the create.
-    let restricted = !access.policies_on(&Resource::table(&ns, &ident.name)).is_empty();
+    let restricted = access.any_policies() && !access.policies_on(&Resource::table(&ns, &ident.name)).is_empty();
     let delegating = credentials::may_delegate(&state, mount, delegation.as_deref()) && !restricted;
     let signer_url = if delegating { signer.url() } else { String::new() };
     let delegate = || async {
@@ -195,9 +195,11 @@ pub async fn load(
 ) -> Result<Response, Error> {
     let resolved = members::resolve(&state, caller, &raw, name, Endpoint::LoadTable, Kind::Table).await?;
     let Resolved { mount, ident, access } = &resolved;
-    let policies = access.policies_on(&resolved.resource(Kind::Table));
-    if !policies.is_empty() {
-        return super::restricted::load(&resolved, &policies, q.snapshots, if_none_match).await;
+    if access.any_policies() {
+        let policies = access.policies_on(&resolved.resource(Kind::Table));
+        if !policies.is_empty() {
+            return super::restricted::load(&resolved, &policies, q.snapshots, if_none_match).await;
+        }
     }
     // A mount of a remote catalog forwards the header; the remote delegates for its storage.
     let delegating = credentials::may_delegate(&state, mount, delegation.as_deref());

@@ -22,6 +22,8 @@ pub struct Access {
     pub(super) grantees: OnceLock<[Grantee; 2]>,
     pub(super) mount_owners: Arc<HashMap<String, String, foldhash::fast::RandomState>>,
     pub(super) known: Arc<Known>,
+    /// The read policies the configuration file defines.
+    pub(super) configured_policies: Arc<[Arc<super::Policy>]>,
     pub(super) audit: Arc<AuditLog>,
 }
 

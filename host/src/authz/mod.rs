@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use access::{Access, Entitlement};
 pub use grants::{Grant, Grantee};
 pub use intents::{Effect, Intent};
-pub use policies::{ColumnMask, MaskAction, Policy, Subject};
+pub use policies::{configured_id, ColumnMask, MaskAction, Policy, Subject};
 use state::State;
 use version_reads::SharedReads;
 
@@ -173,6 +173,9 @@ pub struct Authorizer {
     audit: Arc<AuditLog>,
     /// The intents this process carries out, and those of other hosts it has seen.
     in_flight: intents::InFlight,
+    /// The read policies the configuration file defines (`[policy.<name>]`): in memory
+    /// only, never stored, so that the file stays their one source.
+    configured_policies: Arc<[Arc<Policy>]>,
 }
 
 impl Authorizer {
@@ -187,10 +190,16 @@ impl Authorizer {
             version_reads: SharedReads::of(changes::VERSION),
             audit: Arc::new(AuditLog::off()),
             in_flight: intents::InFlight::default(),
+            configured_policies: Arc::new([]),
         };
         let loaded = authz.load_all().await?;
         authz.install(loaded);
         Ok(authz)
+    }
+
+    /// Applies the read policies the configuration file defines too.
+    pub fn with_policies(self, policies: Vec<Policy>) -> Self {
+        Self { configured_policies: policies.into_iter().map(Arc::new).collect(), ..self }
     }
 
     /// Records its decisions in `audit`.
@@ -250,6 +259,7 @@ impl Authorizer {
             grantees: OnceLock::new(),
             mount_owners: self.mount_owners.clone(),
             known: self.current().await?,
+            configured_policies: self.configured_policies.clone(),
             audit: self.audit.clone(),
         })
     }

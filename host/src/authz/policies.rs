@@ -98,6 +98,11 @@ impl Policy {
     }
 }
 
+/// The id of the policy `[policy.<name>]` defines.
+pub fn configured_id(name: &str) -> String {
+    format!("config:{name}")
+}
+
 /// The write that stores `policy`.
 pub(super) fn write(policy: &Policy) -> Result<Write, Error> {
     let value = serde_json::to_vec(policy).map_err(|e| Error::Internal(e.to_string()))?;
@@ -109,16 +114,21 @@ pub(super) fn root_of(policy: &Policy) -> &str {
 }
 
 impl Access {
+    /// Whether any read policy exists at all (when none does, a load builds nothing to
+    /// look one up with).
+    pub fn any_policies(&self) -> bool {
+        self.known.state.has_policies() || !self.configured_policies.is_empty()
+    }
+
     /// The policies restricting the caller's reads of `resource`, oldest first. Nothing
     /// is looked up while no policy exists at all: an unrestricted catalog pays nothing.
     pub fn policies_on(&self, resource: &Resource) -> Vec<Arc<Policy>> {
-        let state = &self.known.state;
-        if !state.has_policies() {
+        if !self.any_policies() {
             return Vec::new();
         }
         let Some(root) = resource.namespace().first() else { return Vec::new() };
-        let mut found: Vec<Arc<Policy>> = state
-            .policies_on_root(root)
+        let configured = self.configured_policies.iter().filter(|p| root_of(p) == root.as_str());
+        let mut found: Vec<Arc<Policy>> = (self.known.state.policies_on_root(root).chain(configured))
             .filter(|p| p.resource.covers(resource) && p.restricts(self))
             .cloned()
             .collect();
@@ -128,14 +138,23 @@ impl Access {
 }
 
 impl Authorizer {
-    /// Every policy.
+    /// Every policy, those of the configuration file first.
     pub async fn all_policies(&self) -> Result<Vec<Arc<Policy>>, Error> {
-        Ok(self.current().await?.state.policies().cloned().collect())
+        let stored = self.current().await?.state.policies().cloned().collect::<Vec<_>>();
+        Ok(self.configured_policies.iter().cloned().chain(stored).collect())
     }
 
     /// Looks a policy up by id.
     pub async fn policy(&self, id: &str) -> Result<Option<Arc<Policy>>, Error> {
+        if let Some(configured) = self.configured_policy(id) {
+            return Ok(Some(configured));
+        }
         Ok(self.current().await?.state.policy(id).cloned())
+    }
+
+    /// The policy `id` if the configuration file defines it.
+    pub fn configured_policy(&self, id: &str) -> Option<Arc<Policy>> {
+        self.configured_policies.iter().find(|p| p.id == id).cloned()
     }
 
     /// Records a policy, checked by the caller; its id is made here.
@@ -145,8 +164,12 @@ impl Authorizer {
         Ok(policy)
     }
 
-    /// Removes a policy; false if there was none.
+    /// Removes a policy; false if there was none. One of the configuration file's is
+    /// changed there, not here (409).
     pub async fn remove_policy(&self, id: &str) -> Result<bool, Error> {
+        if self.configured_policy(id).is_some() {
+            return Err(Error::Conflict(format!("policy {id} is defined in the configuration file")));
+        }
         if self.policy(id).await?.is_none() {
             return Ok(false);
         }

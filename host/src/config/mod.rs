@@ -1,7 +1,7 @@
 //! The configuration file (TOML) and its defaults. Every key is documented in
 //! `docs/configuration.md`. One file per section: `server` (with `[log]`, `[audit]`,
 //! `[component_cache]`), `auth`, `storage`, `mounts`, `events`, `hooks` (gates and plugin
-//! sinks), `planning`; this one reads the file and checks
+//! sinks), `planning`, `policies`; this one reads the file and checks
 //! that the sections agree.
 
 mod auth;
@@ -9,6 +9,7 @@ mod events;
 mod hooks;
 mod mounts;
 mod planning;
+mod policies;
 mod server;
 mod storage;
 
@@ -17,6 +18,7 @@ pub use events::*;
 pub use hooks::*;
 pub use mounts::*;
 pub use planning::*;
+pub use policies::*;
 pub use server::*;
 pub use storage::*;
 
@@ -47,6 +49,9 @@ pub struct Config {
     pub gates: std::collections::BTreeMap<String, HookConfig>,
     /// `[planning]`: server-side scan planning, answered at once or polled for.
     pub planning: PlanningConfig,
+    /// `[policy.<name>]`: read policies (row filters and column masks).
+    #[serde(rename = "policy")]
+    pub policies: std::collections::BTreeMap<String, PolicyConfig>,
 }
 
 impl Config {
@@ -184,6 +189,9 @@ impl Config {
         }
         problems.extend(self.events.problems());
         problems.extend(self.planning.problems());
+        for (name, policy) in &self.policies {
+            problems.extend(policy.problems(name));
+        }
         for (name, gate) in &self.gates {
             problems.extend(gate.problems(&format!("gates.{name}"), &self.plugins));
         }
