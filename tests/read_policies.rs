@@ -163,3 +163,35 @@ async fn configured_policies_apply_and_stay_in_the_file() {
         Server::try_start(&format!("{rita_toml}{bad_action}")).err().expect("an unknown action refuses the start");
     assert!(refused.contains("policy.no_categories") && refused.contains("scramble"), "{refused}");
 }
+
+/// A real client restricted by a policy: PyIceberg 0.12, planning on the server, reads
+/// the rows of the files the policy's filter matches, and no other.
+#[tokio::test(flavor = "multi_thread")]
+async fn pyiceberg_planning_on_the_server_reads_only_what_its_policy_lets_it() {
+    let mut toml = String::new();
+    for (name, role) in [("writer", "writer"), ("reader", "reader")] {
+        let hash = support::hash_secret(&format!("{name}-secret"));
+        toml += &format!("[auth.principals.{name}]\ntenant = \"gov\"\nrole = \"{role}\"\nsecret_hash = \"{hash}\"\n");
+    }
+    let s = Server::start(&toml);
+    let writer = s.login("writer", "writer-secret");
+    assert_eq!(writer.post("/namespaces", json!({"namespace": ["gov"]})).await.0, 200);
+    let schema = json!({"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": true},
+        {"id": 2, "name": "region", "type": "string", "required": false}]});
+    assert_eq!(writer.post("/namespaces/gov/tables", json!({"name": "people", "schema": schema})).await.0, 200);
+    let policy = json!({"name": "eu", "namespace": ["gov"], "table": "people", "principal": "reader",
+        "row-filter": {"type": "eq", "term": "region", "value": "eu"}});
+    assert_eq!(s.send(M::POST, "/management/v1/policies", Some(policy)).await.0, 201);
+    let base = s.base.clone();
+    tokio::task::spawn_blocking(move || {
+        let env = [
+            ("RUSTBERG_URL", base.as_str()),
+            ("WRITER_CREDENTIAL", "writer:writer-secret"),
+            ("READER_CREDENTIAL", "reader:reader-secret"),
+        ];
+        support::python::run_pytest("test_read_policies_planned.py", &env);
+    })
+    .await
+    .unwrap();
+}

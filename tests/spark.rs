@@ -25,14 +25,18 @@ async fn spark_sql_end_to_end() {
             // Tokens live 20 s: the scenario runs longer, so Spark's client must refresh.
             // So do vended credentials: Spark refreshes them through loadCredentials.
             // Every scan plan outruns a budget of 0: Spark's planned scans poll for theirs.
+            // A reader in the admin's tenant whose reads of planned_db.t a policy restricts.
             "[planning]\nbudget_ms = 0\n[auth]\ntoken_lifetime_secs = 20\n{storage}{vending}duration_secs = {STS_LIFETIME_S}\n\
+             [auth.principals.analyst]\ntenant = \"default\"\nrole = \"reader\"\nsecret_hash = \"{analyst}\"\n\
+             [policy.kind_c]\nnamespace = [\"planned_db\"]\ntable = \"t\"\nprincipal = \"analyst\"\nrow_filter = '{{\"type\": \"eq\", \"term\": \"kind\", \"value\": \"c\"}}'\n\
              [mount.pg]\nbackend = \"native\"\ncatalog_url = \"{database}\"\nwarehouse_location = \"file://{dir}/pg\"\nowner = \"acme\"\n\
              [mount.partner]\nbackend = \"rest\"\ncatalog_url = \"{remote}\"\nowner = \"acme\"\ntoken_env = \"PARTNER_TOKEN\"\n\
              [mount.lake]\nbackend = \"native\"\ncatalog_url = \"redb://{dir}/lake.redb\"\nwarehouse_location = \"s3://lake/warehouse\"\nowner = \"acme\"\n",
             storage = s3_storage(&moto.url, "AKIAIOSFODNN7EXAMPLE", "server-secret"),
             vending = sts_vending("arn:aws:iam::123456789012:role/lake", Some(&moto.url)),
             dir = mounts.path().display(),
-            remote = remote.base
+            remote = remote.base,
+            analyst = support::hash_secret("analyst-secret"),
         ),
         &[("PARTNER_TOKEN", &token)],
     )
@@ -48,6 +52,7 @@ async fn spark_sql_end_to_end() {
         ("RUSTBERG_WAREHOUSE", warehouse.as_str()),
         ("SPARK_JARS", jars.as_str()),
         ("RUSTBERG_STS_LIFETIME_S", &STS_LIFETIME_S.to_string()),
+        ("RUSTBERG_RESTRICTED_CREDENTIAL", "analyst:analyst-secret"),
     ];
     // Blocking is fine here: the servers are processes of their own.
     run_pytest_in(&venv, "test_spark.py", &env, 900);

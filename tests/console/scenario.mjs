@@ -266,6 +266,18 @@ try {
   await page.getByText('Granted read on shared to principal rita').waitFor();
   assert.equal(await grant.getByLabel('Grantee name').inputValue(), '', 'the form resets after a success');
   await page.getByRole('button', { name: 'Revoke read on namespace shared' }).waitFor();
+  // A read policy: rita reads the namespace's `secret` columns as nulls.
+  const policy = page.getByRole('form', { name: 'Read policy' });
+  await policy.getByLabel('Name', { exact: true }).fill('rita sees no secrets');
+  await policy.getByLabel('Namespace', { exact: true }).fill('shared');
+  await policy.getByLabel('Restricts a').selectOption('principal');
+  await policy.getByLabel('Principal, role or tenant').fill('rita');
+  await policy.getByLabel('Masks (column=action, one a line)').fill('secret=replace-with-null');
+  await policy.getByRole('button', { name: 'Save policy' }).click();
+  await page.getByRole('button', { name: 'Delete the read policy rita sees no secrets' }).waitFor();
+  assert.equal(await policy.getByLabel('Name', { exact: true }).inputValue(), '', 'the policy form resets after a success');
+  assert.match(await page.getByRole('table', { name: 'Read policies you manage or are restricted by' }).innerText(),
+    /rita sees no secrets[\s\S]*namespace shared[\s\S]*principal \S+[\s\S]*every row[\s\S]*secret: replace-with-null/);
   await everyControlLabelled('manage');
   await fits('4-manage');
 

@@ -116,16 +116,20 @@ def test_the_writer_sees_no_change(policy):
     assert loaded["storage-credentials"][0]["prefix"].startswith("s3://lake/"), loaded
 
 
-def test_load_credentials_and_the_signer_refuse_the_restricted_reader(policy):
-    bearer = token(READER)
-    status, error = call(bearer, "GET", TABLE + "/credentials")
+def test_load_credentials_refuses_the_restricted_reader(policy):
+    status, error = call(token(READER), "GET", TABLE + "/credentials")
     assert status == 403 and policy["id"] in error["error"]["message"], error
+
+
+def test_the_signer_refuses_the_restricted_reader_even_for_a_planned_file(policy):
+    planned = plan(READER)["file-scan-tasks"][0]["data-file"]["file-path"]
     status, loaded = call(token(WRITER), "GET", TABLE)
-    some_file = loaded["metadata"]["location"] + "/data/guessed.parquet"
-    sign = {"region": "us-east-1", "uri": some_file.replace("s3://lake/", "http://127.0.0.1:1/lake/"),
-            "method": "GET", "headers": {}}
-    status, error = call(bearer, "POST", TABLE + "/sign", sign)
-    assert status == 403, error
+    guessed = loaded["metadata"]["location"] + "/data/guessed.parquet"
+    for path in (planned, guessed):
+        sign = {"region": "us-east-1", "uri": path.replace("s3://lake/", "http://127.0.0.1:1/lake/"),
+                "method": "GET", "headers": {}}
+        status, error = call(token(READER), "POST", TABLE + "/sign", sign)
+        assert status == 403, error
 
 
 def plan(credential):

@@ -2,13 +2,14 @@
 running Rustberg: DDL, DML in both write modes, schema evolution, time travel, branches,
 procedures, views, renames and purges, one query across the root catalog and two mounts,
 a table on S3 written and read with vended credentials only, scans planned by the server
-(polled for), four sessions appending to one table at once, and the bad input the Java
+(polled for, and for a reader a read policy restricts, only the files its filter matches), four sessions appending to one table at once, and the bad input the Java
 client can send.
 
 Environment: RUSTBERG_URL, RUSTBERG_CREDENTIAL (id:secret), SPARK_JARS (comma-separated jar
 paths), RUSTBERG_WAREHOUSE (the root warehouse's folder), the mounts `pg` (native), `partner`
 (rest) and `lake` (native, its warehouse on S3, vending through STS), and
-RUSTBERG_REMOTE_URL / RUSTBERG_REMOTE_CREDENTIAL: the Rustberg `partner` mounts.
+RUSTBERG_REMOTE_URL / RUSTBERG_REMOTE_CREDENTIAL: the Rustberg `partner` mounts,
+RUSTBERG_RESTRICTED_CREDENTIAL: a reader the policy `kind_c` restricts.
 """
 
 import os
@@ -51,6 +52,15 @@ def catalog_settings():
         "planned": {
             "uri": url,
             "credential": credential,
+            "warehouse": "root",
+            "scan-planning-mode": "server",
+            "cache-enabled": "false",
+        },
+        # A reader restricted by `[policy.kind_c]` (kind = 'c' on planned_db.t), planning on
+        # the server: it reads the files its filter matches and no other.
+        "restricted": {
+            "uri": url,
+            "credential": os.environ["RUSTBERG_RESTRICTED_CREDENTIAL"],
             "warehouse": "root",
             "scan-planning-mode": "server",
             "cache-enabled": "false",
@@ -233,6 +243,9 @@ def test_scans_planned_by_the_server_are_polled_for_and_read_the_same_rows(spark
     for where in ["", " WHERE kind = 'b'", " WHERE id > 1"]:
         query = "SELECT id, kind FROM {}.planned_db.t" + where + " ORDER BY id"
         assert rows(spark, query.format("planned")) == rows(spark, query.format("root")), where
+    # The restricted reader's plan holds only the partition its policy's filter matches.
+    assert rows(spark, "SELECT id, kind FROM restricted.planned_db.t ORDER BY id") == [(4, "c")]
+    assert rows(spark, "SELECT id FROM restricted.planned_db.t WHERE kind = 'b'") == []
 
 
 def test_four_sessions_append_to_one_table_at_once(spark):
