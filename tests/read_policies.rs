@@ -88,14 +88,18 @@ async fn policies_restrict_their_subjects_and_fail_closed() {
 
     // The audit log names the policies behind the restricted answer and the refusals.
     let lines = audit_lines(&file);
-    let restricted: Vec<&Value> = lines.iter().filter(|l| l["action"] == "restrict").collect();
+    let restricted: Vec<&Value> =
+        lines.iter().filter(|l| l["action"] == "restrict" && l["decision"] == "allowed").collect();
     assert!(!restricted.is_empty(), "{lines:?}");
     let ids: std::collections::BTreeSet<&str> =
         [&on_table["id"], &on_ns["id"]].iter().map(|v| v.as_str().unwrap()).collect();
     let named: std::collections::BTreeSet<&str> =
         restricted[0]["restricted_by"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(named, ids);
-    assert!(lines.iter().any(|l| l["action"] == "sign" && l["decision"] == "denied" && l["restricted_by"].is_array()));
+    let refusals: Vec<&Value> =
+        lines.iter().filter(|l| l["action"] == "restrict" && l["decision"] == "denied").collect();
+    assert!(refusals.iter().any(|l| l["route"].as_str().unwrap().ends_with("/sign")), "{refusals:?}");
+    assert!(refusals.iter().any(|l| l["route"].as_str().unwrap().ends_with("/credentials")), "{refusals:?}");
 
     // A rename keeps the table's policy.
     let rename = json!({"source": {"namespace": ["shop"], "name": "orders"}, "destination": {"namespace": ["shop"], "name": "sales"}});
@@ -194,4 +198,30 @@ async fn pyiceberg_planning_on_the_server_reads_only_what_its_policy_lets_it() {
     })
     .await
     .unwrap();
+}
+
+/// A writer a namespace's read policy restricts cannot rename a table out of that
+/// namespace (and so out from under the policy); an unrestricted one can.
+#[tokio::test]
+async fn a_restricted_writer_cannot_move_a_table_out_from_under_its_policy() {
+    let mut toml = String::new();
+    for name in ["wendy", "walt"] {
+        let hash = support::hash_secret(&format!("{name}-secret"));
+        toml += &format!("[auth.principals.{name}]\ntenant = \"acme\"\nrole = \"writer\"\nsecret_hash = \"{hash}\"\n");
+    }
+    toml += "[policy.wendy_eu]\nnamespace = [\"shop\"]\nprincipal = \"wendy\"\nrow_filter = '{\"type\": \"eq\", \"term\": \"category\", \"value\": \"eu\"}'\n";
+    let s = Server::start(&toml);
+    let [wendy, walt] = ["wendy", "walt"].map(|n| s.login(n, &format!("{n}-secret")));
+    for ns in ["shop", "open"] {
+        assert_eq!(walt.post("/namespaces", json!({"namespace": [ns]})).await.0, 200);
+    }
+    assert_eq!(walt.post("/namespaces/shop/tables", json!({"name": "t", "schema": support::schema()})).await.0, 200);
+    let rename =
+        json!({"source": {"namespace": ["shop"], "name": "t"}, "destination": {"namespace": ["open"], "name": "t"}});
+    let (status, error) = wendy.post("/tables/rename", rename.clone()).await;
+    assert_eq!(status, 403, "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("config:wendy_eu"), "{error}");
+    let (_, still) = wendy.get("/namespaces/shop/tables/t").await;
+    assert!(still["read-restrictions"].is_object(), "{still}");
+    assert_eq!(walt.post("/tables/rename", rename).await.0, 204, "an unrestricted writer renames");
 }

@@ -5,7 +5,7 @@ import { api, toJson } from './api.js';
 import { attempt, field, h, show, table } from './ui.js';
 
 /** What a decision may have demanded (the audit log's `action`). */
-const ACTIONS = ['write', 'manage', 'create-namespace', 'server-admin', 'tenant-admin', 'vend', 'sign', 'read'];
+const ACTIONS = ['write', 'manage', 'create-namespace', 'server-admin', 'tenant-admin', 'vend', 'sign', 'restrict', 'read'];
 
 /** The rule that decided, in words. */
 const rule = (r) => {
@@ -23,6 +23,7 @@ const why = (r) => {
   const vend = r.vend;
   if (vend && vend.issued) return `issued ${vend.issued.access} credentials for ${vend.issued.prefix}`;
   if (vend && vend.refused) return `no credentials: ${vend.refused.reason}`;
+  if (r.restricted_by) return `read policies ${r.restricted_by.join(', ')}`;
   const sign = r.sign;
   if (sign && sign.signed) return `signed ${sign.signed.method} ${sign.signed.uri}`;
   if (sign && sign.refused) return `not signed (${sign.refused.method} ${sign.refused.uri}): ${sign.refused.reason}`;

@@ -64,7 +64,8 @@ pub enum Sign {
 #[derive(Serialize)]
 pub struct Record<'a> {
     /// What was asked: `read`, `write`, `manage`, `create-namespace`, `server-admin`,
-    /// `tenant-admin`, `vend`, `sign` or `restrict` (a restricted caller's read).
+    /// `tenant-admin`, `vend`, `sign` or `restrict` (a read policy's answer, allowed, or a route
+    /// to the raw files refused to a caller it restricts, denied).
     pub action: &'a str,
     /// What it was asked of (`table db.t`, `namespace db`, `tenant acme`, ...).
     pub resource: String,

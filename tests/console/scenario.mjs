@@ -286,11 +286,11 @@ try {
   await page.getByLabel('Resource contains').fill('namespace shared');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.getByRole('cell', { name: 'namespace shared' }).first().waitFor();
-  // By action and mount too: the grant, not the create.
+  // By action and mount too: the grant and the read policy, not the create.
   await page.getByLabel('Action').selectOption('manage');
   await page.getByLabel('Mount').fill('root');
   await page.getByRole('button', { name: 'Filter' }).click();
-  await page.getByRole('caption').getByText('1 record, newest first').waitFor();
+  await page.getByRole('caption').getByText('2 records, newest first').waitFor();
   assert.match(await page.locator('tbody tr').first().innerText(), /manage[\s\S]*namespace shared[\s\S]*server admin/);
   // A denial says in words what the caller held: the reader, outside the console,
   // tries to write where its grant lets it only read.

@@ -252,7 +252,7 @@ pub fn refuse_restricted(access: &Access, resource: &Resource, what: &str) -> Re
         return Ok(());
     }
     let ids: Vec<String> = policies.iter().map(|p| p.id.clone()).collect();
-    access.audit_refused_restricted(resource, what, &ids);
+    access.audit_refused_restricted(resource, &ids);
     Err(Error::Forbidden(format!(
         "{what}: read policies ({}) restrict {} on {resource}; its files are read through server-side planning",
         ids.join(", "),

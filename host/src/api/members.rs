@@ -232,6 +232,11 @@ pub async fn rename(
     access.require(&from, needed, kind.missing(&source.namespace, &source.name))?;
     let destination_ns = Resource::Namespace(destination.namespace.clone());
     access.require(&destination_ns, needed, no_such_namespace(&destination.namespace))?;
+    if matches!(kind, Kind::Table) {
+        // A writer a read policy restricts may not move the table out from under it (a
+        // namespace's policy would no longer cover it).
+        super::credentials::refuse_restricted(&access, &from, "renameTable")?;
+    }
     let (mount, from_local) = state.mounts.route_container(&source.namespace)?;
     let (to_mount, to_local) = state.mounts.route_container(&destination.namespace)?;
     if !std::ptr::eq(mount, to_mount) {

@@ -140,18 +140,19 @@ impl Access {
     /// Records an answer restricted by read policies (`policies`, by id): always, like
     /// a vend, so that every restricted read names the policies behind it.
     pub fn audit_restricted(&self, resource: &Resource, policies: &[String]) {
-        self.audit_restriction(resource, "restrict", Decision::Allowed, policies);
+        self.audit_restriction(resource, Decision::Allowed, policies);
     }
 
-    /// Records `what` refused to a caller restricted by `policies` on `resource`.
-    pub fn audit_refused_restricted(&self, resource: &Resource, what: &str, policies: &[String]) {
-        self.audit_restriction(resource, what, Decision::Denied, policies);
+    /// Records a route to the raw files refused to a caller restricted by `policies` on
+    /// `resource` (the record's route says which).
+    pub fn audit_refused_restricted(&self, resource: &Resource, policies: &[String]) {
+        self.audit_restriction(resource, Decision::Denied, policies);
     }
 
-    fn audit_restriction(&self, resource: &Resource, action: &str, decision: Decision, policies: &[String]) {
+    fn audit_restriction(&self, resource: &Resource, decision: Decision, policies: &[String]) {
         if self.audit.wants("restrict") {
             let record = Record {
-                action,
+                action: "restrict",
                 resource: resource.to_string(),
                 mount: Some(self.mount_of(resource)),
                 decision,
