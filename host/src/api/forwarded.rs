@@ -301,6 +301,20 @@ pub fn confine_signer(
     Ok(body(&result))
 }
 
+/// A remote's answer about a table (a create, a registration) for a caller a read
+/// policy restricts: without its `config` and `storage-credentials`, where the remote's
+/// own credentials and signer ride.
+pub fn without_delegation(answer: Bytes) -> Bytes {
+    let Ok(mut result) = serde_json::from_slice::<Value>(&answer) else { return answer };
+    let Some(fields) = result.as_object_mut() else { return answer };
+    let removed = ["config", "storage-credentials", "remote-signing-config"].map(|key| fields.remove(key).is_some());
+    if removed.contains(&true) {
+        body(&result)
+    } else {
+        answer
+    }
+}
+
 /// A JSON value as a body to forward.
 pub fn body(value: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(value).expect("a JSON value serializes"))
@@ -315,4 +329,25 @@ pub fn parse(raw: &[u8]) -> Result<Value, Error> {
 pub fn json(body: Bytes) -> axum::response::Response {
     use axum::response::IntoResponse;
     ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_restricted_callers_answer_keeps_no_credentials_or_signer() {
+        let answer = json!({
+            "metadata-location": "s3://b/t/metadata/1.json", "metadata": {"format-version": 2},
+            "config": {"s3.access-key-id": "AKIA", "s3.secret-access-key": "s"},
+            "storage-credentials": [{"prefix": "s3://b/t", "config": {"s3.session-token": "x"}}],
+            "remote-signing-config": {}
+        });
+        let kept: Value = serde_json::from_slice(&without_delegation(body(&answer))).unwrap();
+        assert_eq!(kept, json!({"metadata-location": "s3://b/t/metadata/1.json", "metadata": {"format-version": 2}}));
+        let plain = body(&json!({"metadata": {}}));
+        assert_eq!(without_delegation(plain.clone()), plain, "an answer with nothing to take is passed on as it came");
+    }
 }

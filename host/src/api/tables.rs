@@ -69,6 +69,9 @@ pub async fn create(
             let ident = Ident { namespace: local.clone(), name: req.name.clone() };
             teller.tell(vec![Operation::CreateTable(told::forwarded_table(mount, &ident, &answer, vec![]))]).await;
         }
+        if restricted_on(&access, &ns, &req.name) {
+            return Ok(forwarded::json(forwarded::without_delegation(answer)));
+        }
         return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name.clone() };
@@ -89,8 +92,8 @@ pub async fn create(
     let (metadata, placement) = tables::build_new(mount, &ident, new).await?;
     // A writer creating a table gets what it needs to write its first files, unless
     // read policies will restrict its reads of it: credentials would outlive the create.
-    let restricted = access.any_policies() && !access.policies_on(&Resource::table(&ns, &ident.name)).is_empty();
-    let delegating = credentials::may_delegate(&state, mount, delegation.as_deref()) && !restricted;
+    let delegating =
+        credentials::may_delegate(&state, mount, delegation.as_deref()) && !restricted_on(&access, &ns, &ident.name);
     let signer_url = if delegating { signer.url() } else { String::new() };
     let delegate = || async {
         if !delegating {
@@ -142,6 +145,12 @@ pub async fn create(
         read_restrictions: None,
     };
     Ok(with_secrets(etag::tagged(response.into_response(), tag), secrets))
+}
+
+/// Whether read policies restrict the caller (`access`) on the table `namespace`.`name`:
+/// then nothing it is answered reaches the table's files.
+fn restricted_on(access: &crate::authz::Access, namespace: &[String], name: &str) -> bool {
+    access.any_policies() && !access.policies_on(&Resource::table(namespace, name)).is_empty()
 }
 
 /// What an idempotent replay of a response carrying vended credentials vends anew
@@ -439,7 +448,7 @@ pub async fn register(
 ) -> Result<Response, Error> {
     let ns = parse_namespace(&raw)?;
     let teller = state.teller(&caller);
-    let (mount, local, _) = members::resolve_namespace(&state, caller, &ns).await?;
+    let (mount, local, access) = members::resolve_namespace(&state, caller, &ns).await?;
     state.admit(&teller, mount, Proposed::of("register-table", &local, &req.name).with_request(&raw_body)).await?;
     if mount.backend.forwards() {
         forwarded::check_location(&state.mounts, mount, &req.metadata_location, "the metadata location")?;
@@ -447,6 +456,9 @@ pub async fn register(
         let answer = forwarded::send(mount, &headers, write).await?;
         let ident = Ident { namespace: local.clone(), name: req.name.clone() };
         teller.tell(vec![Operation::RegisterTable(told::forwarded_table(mount, &ident, &answer, vec![]))]).await;
+        if restricted_on(&access, &ns, &req.name) {
+            return Ok(forwarded::json(forwarded::without_delegation(answer)));
+        }
         return Ok(forwarded::json(forwarded::confine_signer(answer, || signer.url(), &state.tokens, &ns, &req.name)?));
     }
     let ident = Ident { namespace: local, name: req.name };
