@@ -120,7 +120,7 @@ impl Access {
         self.known.state.has_policies() || !self.configured_policies.is_empty()
     }
 
-    /// The policies restricting the caller's reads of `resource`, oldest first. Nothing
+    /// The policies restricting the caller's reads of `resource`, in id order. Nothing
     /// is looked up while no policy exists at all: an unrestricted catalog pays nothing.
     pub fn policies_on(&self, resource: &Resource) -> Vec<Arc<Policy>> {
         if !self.any_policies() {
