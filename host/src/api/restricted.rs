@@ -45,10 +45,7 @@ pub async fn load(
     let metadata = loaded.held.metadata().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?;
     let restricted = restrictions::resolve(policies, metadata.current_schema());
     access.audit_restricted(&resolved.resource(Kind::Table), &restricted.policies);
-    let metadata_json = match snapshots {
-        Snapshots::All => loaded.held.json.clone(),
-        Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?,
-    };
+    let metadata_json = super::tables::metadata_json(mount, &loaded, snapshots)?;
     let read_restrictions = restricted.read_restrictions.to_string();
     let response = TableResult {
         metadata_location: Some(&loaded.pointer.metadata_location),

@@ -241,10 +241,7 @@ pub async fn load(
     }
     let loaded = tables::servable(mount, pointer.clone()).await?;
     let pointer = &loaded.pointer;
-    let metadata_json = match q.snapshots {
-        Snapshots::All => loaded.held.json.clone(),
-        Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label())))?,
-    };
+    let metadata_json = metadata_json(mount, &loaded, q.snapshots)?;
     let Some(delegation) = delegation else {
         let response = TableResult {
             metadata_location: Some(&pointer.metadata_location),
@@ -280,6 +277,18 @@ pub async fn load(
         read_restrictions: None,
     };
     Ok(etag::tagged(response.into_response(), tag))
+}
+
+/// The metadata a load answers with: all of it, or only the snapshots refs reference.
+pub(super) fn metadata_json(
+    mount: &crate::mounts::Mount,
+    loaded: &tables::Loaded,
+    snapshots: Snapshots,
+) -> Result<bytes::Bytes, Error> {
+    match snapshots {
+        Snapshots::All => Ok(loaded.held.json.clone()),
+        Snapshots::Refs => loaded.held.refs_json().map_err(|e| Error::Internal(format!("{}: {e}", mount.label()))),
+    }
 }
 
 /// The tag of an answer that may delegate access: vended credentials put their expiry
